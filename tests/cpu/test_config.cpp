@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "base/config.hpp"
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+namespace {
+
+config load_with(std::map<std::string, std::string> vars) {
+  return config::load([vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Config, DefaultsParse) {
+  config c = load_with({});
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(c.rank, -1);
+  EXPECT_EQ(c.heap_size, 1ull << 30);
+  EXPECT_DOUBLE_EQ(c.bootstrap_timeout, 60.0);
+}
+
+TEST(Config, ValuesOverrideDefaults) {
+  config c = load_with({{"SHOAL_HEAP_SIZE", "64M"}, {"SHOAL_BOOTSTRAP_TIMEOUT", "500ms"}, {"SHOAL_LOG_LEVEL", "debug"},
+                        {"SHOAL_LOG_SUBSYSTEMS", "heap,bootstrap"}});
+  EXPECT_EQ(c.heap_size, 64ull << 20);
+  EXPECT_DOUBLE_EQ(c.bootstrap_timeout, 0.5);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.log_subsystems, (std::vector<std::string>{"heap", "bootstrap"}));
+}
+
+// A bad value must be an error that names the variable and says what it accepts.
+void expect_rejected(const char* name, const char* value, const char* accepted_hint) {
+  try {
+    load_with({{name, value}});
+    FAIL() << name << "=" << value << " was accepted";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), errc::config);
+    std::string what = e.what();
+    EXPECT_NE(what.find(name), std::string::npos) << what;
+    EXPECT_NE(what.find(value), std::string::npos) << what;
+    EXPECT_NE(what.find(accepted_hint), std::string::npos) << what;
+  }
+}
+
+TEST(Config, BadValuesNameTheVariable) {
+  expect_rejected("SHOAL_LOG_LEVEL", "loud", "error,warn,info,debug,trace");
+  expect_rejected("SHOAL_LOG_SUBSYSTEMS", "heap,gpu", "bootstrap");
+  expect_rejected("SHOAL_HEAP_SIZE", "12Q", "a size");
+  expect_rejected("SHOAL_HEAP_SIZE", "1K", "2M..1T");
+  expect_rejected("SHOAL_BOOTSTRAP_TIMEOUT", "-3", "duration");
+  expect_rejected("SHOAL_BOOTSTRAP_TIMEOUT", "soon", "duration");
+  expect_rejected("SHOAL_EMULATE_NODES", "0", "1..4096");
+  expect_rejected("SHOAL_RANK", "3x", "an integer");
+}
+
+TEST(Config, TableNamesAreUpperCaseAndUnique) {
+  std::map<std::string, int> seen;
+  for (const config_var& var : config_table()) {
+    std::string name = var.name;
+    EXPECT_TRUE(name.starts_with("SHOAL_")) << name;
+    for (char ch : name) EXPECT_FALSE(std::islower(static_cast<unsigned char>(ch))) << name;
+    EXPECT_EQ(seen[name]++, 0) << name;
+    EXPECT_GT(std::string(var.description).size(), 10u) << name;
+  }
+  EXPECT_GE(seen.size(), 10u);
+}
+
+TEST(Config, BytesSuffixes) {
+  EXPECT_EQ(parse_bytes("X", "4096"), 4096u);
+  EXPECT_EQ(parse_bytes("X", "2k"), 2048u);
+  EXPECT_EQ(parse_bytes("X", "3MiB"), 3u << 20);
+  EXPECT_EQ(parse_bytes("X", "1GB"), 1ull << 30);
+  EXPECT_THROW(parse_bytes("X", "1Z"), shoal::error);
+  EXPECT_THROW(parse_bytes("X", "99999999999T"), shoal::error);
+}
+
+}  // namespace
+}  // namespace shoal::detail
