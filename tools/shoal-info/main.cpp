@@ -1,0 +1,272 @@
+// shoal-info: what shoal sees on this machine. Version, GPUs and their links, which transport would serve
+// each pair of GPUs, and every SHOAL_* variable with its value, default and meaning. Runs anywhere,
+// including machines without a GPU or driver; exits 1 when a SHOAL_* variable holds a bad value.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/config.hpp"
+#include "shoal/error.hpp"
+#include "shoal/version.hpp"
+#include "transport/topology.hpp"
+
+namespace {
+
+using shoal::detail::config_table;
+using shoal::detail::config_var;
+using shoal::detail::topology;
+using shoal::detail::transport_kind;
+
+// One row of the configuration as this process sees it.
+struct config_row {
+  const config_var* var;
+  std::optional<std::string> env;  // the environment's text, if set and not empty
+  std::string value() const { return env ? *env : var->default_value; }
+  bool is_default() const { return !env || *env == var->default_value; }
+};
+
+std::vector<config_row> current_config() {
+  std::vector<config_row> rows;
+  for (const config_var& var : config_table()) {
+    const char* set = std::getenv(var.name);
+    rows.push_back(config_row{&var, set != nullptr && *set != '\0' ? std::optional<std::string>(set) : std::nullopt});
+  }
+  return rows;
+}
+
+std::string version_line() {
+  std::string commit(shoal::git_commit());
+  return commit.empty() ? fmt::format("shoal {}", shoal::version())
+                        : fmt::format("shoal {} ({})", shoal::version(), commit);
+}
+
+std::string gib(std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
+
+std::string shown(std::string_view text) { return text.empty() ? std::string("(empty)") : std::string(text); }
+
+bool emulating_nodes(const std::vector<config_row>& config) {
+  for (const config_row& row : config)
+    if (std::string_view(row.var->name) == "SHOAL_EMULATE_NODES") return row.value() != "1";
+  return false;
+}
+
+// A square table with GPU numbers on both axes; cell(i, j) gives the text.
+template <typename Cell>
+void print_matrix(size_t n, Cell cell) {
+  size_t width = 6;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) width = std::max(width, cell(i, j).size() + 2);
+  fmt::print("  {:<6}", "");
+  for (size_t j = 0; j < n; ++j) fmt::print("{:<{}}", fmt::format("GPU{}", j), width);
+  fmt::print("\n");
+  for (size_t i = 0; i < n; ++i) {
+    fmt::print("  {:<6}", fmt::format("GPU{}", i));
+    for (size_t j = 0; j < n; ++j) fmt::print("{:<{}}", cell(i, j), width);
+    fmt::print("\n");
+  }
+}
+
+void print_topology(const topology& topo, const std::string& topo_error, bool emulated) {
+  if (!topo_error.empty()) {
+    fmt::print("GPUs: query failed: {}\n\n", topo_error);
+    return;
+  }
+  if (topo.gpus.empty()) {
+    fmt::print("GPUs: none (no GPU: {})\n\n", topo.no_gpu_reason);
+    fmt::print("Transports: PEs here could only reach each other through the proxy, which is not in this build yet.\n\n");
+    return;
+  }
+  fmt::print("GPUs ({})\n", topo.gpus.size());
+  for (const auto& g : topo.gpus)
+    fmt::print("  GPU{:<3} {}  {}  {} SMs  {}  compute {}.{}\n", g.device, g.name, g.pci_bus_id, g.sm_count,
+               gib(g.memory_bytes), g.cc_major, g.cc_minor);
+  fmt::print("\n");
+  const size_t n = topo.gpus.size();
+  if (n > 1) {
+    fmt::print("Links (row GPU reaching column GPU's memory; NVLink counts from NVML: {})\n", topo.nvml_status);
+    print_matrix(n, [&](size_t i, size_t j) { return shoal::detail::link_label(topo.links[i * n + j]); });
+    fmt::print("  NV<k> = peer access over k NVLinks, PCIe-P2P = peer access over PCIe, P2P = peer access over an\n"
+               "  unknown link (no NVML), none = no peer access.\n");
+    for (const auto& l : topo.links)
+      if (l.from != l.to && l.peer_access)
+        fmt::print("  GPU{} -> GPU{}: performance rank {}, native atomics {}\n", l.from, l.to, l.performance_rank,
+                   l.native_atomics ? "yes" : "no");
+    fmt::print("\n");
+  }
+  fmt::print("Transports (a PE on the row GPU reaching a PE on the column GPU, same node)\n");
+  print_matrix(n, [&](size_t i, size_t j) {
+    return std::string(shoal::detail::to_string(shoal::detail::select_transport(
+        {"", static_cast<int>(i)}, {"", static_cast<int>(j)}, topo)));
+  });
+  fmt::print("  p2p:   {}\n", shoal::detail::describe(transport_kind::p2p));
+  fmt::print("  proxy: {}\n", shoal::detail::describe(transport_kind::proxy));
+  fmt::print("  PEs on different nodes always use the proxy{}.\n\n",
+             emulated ? " (SHOAL_EMULATE_NODES is set: PEs of different emulated nodes count as different nodes)"
+                      : "");
+}
+
+void print_config(const std::vector<config_row>& config) {
+  fmt::print("Configuration (* = set in the environment to a value other than the default)\n");
+  size_t name_width = 0, value_width = 0;
+  for (const auto& row : config) {
+    name_width = std::max(name_width, std::string_view(row.var->name).size());
+    value_width = std::max(value_width, shown(row.value()).size());
+  }
+  for (const auto& row : config) {
+    fmt::print("{} {:<{}} = {:<{}}  default {}, {} {}\n", row.is_default() ? ' ' : '*', row.var->name, name_width,
+               shown(row.value()), value_width, shown(row.var->default_value), to_string(row.var->kind),
+               row.var->accepts);
+    fmt::print("      {}\n", row.var->description);
+  }
+}
+
+std::string markdown_cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string code_or_empty(std::string_view text) {
+  return text.empty() ? std::string("*(empty)*") : fmt::format("`{}`", markdown_cell(text));
+}
+
+// The whole of docs/configuration.md. Depends on the table only, never on this process's environment.
+void print_markdown() {
+  fmt::print(
+      "# Configuration\n"
+      "\n"
+      "<!-- Generated by `shoal-info --env --markdown` from src/base/config_table.def; edit the table, not this\n"
+      "     file. A test fails when the two differ. -->\n"
+      "\n"
+      "shoal reads its settings from `SHOAL_*` environment variables, all listed below. Each process checks\n"
+      "all of them when it starts (`shoal::init`): a value the table does not accept is an error that names the\n"
+      "variable and says what it accepts. An unset or empty variable takes its default. `shoal-info --env`\n"
+      "prints the values a process would see, marking those that differ from the default.\n"
+      "\n"
+      "Value formats by kind:\n"
+      "\n"
+      "- **integer**: a whole number within the range shown.\n"
+      "- **bytes**: a whole number with an optional binary suffix: `4096`, `64K`, `2M`, `1G`, `1T` (`KiB`, `MiB`, "
+      "... and\n"
+      "  any case also work).\n"
+      "- **seconds**: a decimal number of seconds or a number with a unit: `30`, `2.5`, `500ms`, `5m`.\n"
+      "- **boolean**: `1`, `0`, `true`, `false`, `yes`, `no`, `on`, `off`.\n"
+      "- **choice**: one of the words listed; **list**: a comma-separated list of them.\n"
+      "- **string**: free text.\n"
+      "\n"
+      "| Variable | Kind | Default | Accepts | Description |\n"
+      "|---|---|---|---|---|\n");
+  for (const config_var& var : config_table())
+    fmt::print("| `{}` | {} | {} | {} | {} |\n", var.name, to_string(var.kind), code_or_empty(var.default_value),
+               markdown_cell(var.accepts), markdown_cell(var.description));
+}
+
+nlohmann::json to_json(const topology& topo, const std::string& topo_error, const std::vector<config_row>& config,
+                       const std::string& config_error) {
+  nlohmann::json out;
+  out["version"] = std::string(shoal::version());
+  out["git_commit"] = std::string(shoal::git_commit());
+  out["gpus"] = nlohmann::json::array();
+  for (const auto& g : topo.gpus)
+    out["gpus"].push_back({{"device", g.device},
+                           {"name", g.name},
+                           {"pci_bus_id", g.pci_bus_id},
+                           {"sm_count", g.sm_count},
+                           {"memory_bytes", g.memory_bytes},
+                           {"compute_capability", fmt::format("{}.{}", g.cc_major, g.cc_minor)}});
+  out["no_gpu_reason"] = topo.gpus.empty() ? nlohmann::json(topo_error.empty() ? topo.no_gpu_reason : topo_error)
+                                           : nlohmann::json(nullptr);
+  out["nvml"] = topo.nvml_status;
+  out["links"] = nlohmann::json::array();
+  out["transports"] = nlohmann::json::array();
+  for (const auto& l : topo.links) {
+    if (l.from == l.to) continue;
+    out["links"].push_back({{"from", l.from},
+                            {"to", l.to},
+                            {"label", shoal::detail::link_label(l)},
+                            {"peer_access", l.peer_access},
+                            {"performance_rank", l.performance_rank},
+                            {"native_atomics", l.native_atomics},
+                            {"nvlinks", l.nvlinks}});
+    out["transports"].push_back(
+        {{"from", l.from},
+         {"to", l.to},
+         {"transport", std::string(shoal::detail::to_string(shoal::detail::select_transport(true, l.peer_access)))}});
+  }
+  out["config"] = nlohmann::json::array();
+  for (const auto& row : config)
+    out["config"].push_back({{"name", row.var->name},
+                             {"kind", to_string(row.var->kind)},
+                             {"value", row.value()},
+                             {"default", row.var->default_value},
+                             {"is_default", row.is_default()},
+                             {"accepts", row.var->accepts},
+                             {"description", row.var->description}});
+  out["config_error"] = config_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(config_error);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"shoal-info: shoal's version, this machine's GPUs and links, transports, and SHOAL_* configuration"};
+  app.set_version_flag("--version", std::string(shoal::version()));
+  bool env_only = false, markdown = false, json = false;
+  app.add_flag("--env", env_only, "Print only the configuration (every SHOAL_* variable)");
+  app.add_flag("--markdown", markdown, "With --env: print the configuration table as Markdown (docs/configuration.md)")
+      ->needs(app.get_option("--env"));
+  app.add_flag("--json", json, "Print everything as one JSON object")->excludes(app.get_option("--markdown"));
+  CLI11_PARSE(app, argc, argv);
+
+  if (markdown) {
+    print_markdown();  // documentation: independent of this process's environment
+    return 0;
+  }
+
+  std::string config_error;
+  try {
+    (void)shoal::detail::config::load();
+  } catch (const shoal::error& e) {
+    config_error = e.what();
+  }
+  const std::vector<config_row> config = current_config();
+
+  topology topo;
+  std::string topo_error;
+  if (!env_only) {
+    try {
+      topo = shoal::detail::discover_topology();
+    } catch (const std::exception& e) {
+      topo_error = e.what();
+    }
+  }
+
+  if (json) {
+    nlohmann::json out = to_json(topo, topo_error, config, config_error);
+    if (env_only) {
+      out = nlohmann::json{{"config", out["config"]}, {"config_error", out["config_error"]}};
+    }
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    if (!env_only) {
+      fmt::print("{}\n\n", version_line());
+      print_topology(topo, topo_error, emulating_nodes(config));
+    }
+    print_config(config);
+  }
+  std::fflush(stdout);
+  if (!config_error.empty()) {
+    fmt::print(stderr, "shoal-info: {}\n", config_error);
+    return 1;
+  }
+  return 0;
+}
