@@ -1,0 +1,34 @@
+#include "bootstrap/node_map.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace shoal::detail {
+
+node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes) {
+  std::map<std::string_view, std::vector<int>> pes_of_host;  // pes pushed in ascending order
+  for (int pe = 0; pe < static_cast<int>(host_of_pe.size()); ++pe) pes_of_host[host_of_pe[pe]].push_back(pe);
+
+  std::vector<std::vector<int>> groups;
+  for (auto& [host, pes] : pes_of_host) {
+    int count = static_cast<int>(pes.size());
+    int n_groups = std::clamp(emulate_nodes, 1, count);
+    int base = count / n_groups, extra = count % n_groups;
+    auto it = pes.begin();
+    for (int g = 0; g < n_groups; ++g) {
+      int size = base + (g < extra ? 1 : 0);
+      groups.emplace_back(it, it + size);
+      it += size;
+    }
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.front() < b.front(); });
+
+  node_map map;
+  map.node_of_pe.assign(host_of_pe.size(), -1);
+  for (int node = 0; node < static_cast<int>(groups.size()); ++node)
+    for (int pe : groups[node]) map.node_of_pe[pe] = node;
+  map.pes_of_node = std::move(groups);
+  return map;
+}
+
+}  // namespace shoal::detail

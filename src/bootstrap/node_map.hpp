@@ -1,0 +1,20 @@
+// Grouping of PEs into nodes: pure, from every PE's host identity, so every PE computes the same answer.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace shoal::detail {
+
+struct node_map {
+  std::vector<int> node_of_pe;               // indexed by pe
+  std::vector<std::vector<int>> pes_of_node;  // each ascending; nodes numbered by their smallest pe
+};
+
+// PEs with equal host identity share a host. Each host's PEs (ascending) are cut into
+// min(emulate_nodes, L) contiguous groups of sizes differing by at most one (the larger first), L being
+// the host's PE count. So emulate_nodes = 1 gives one node per host, and a large value one node per PE.
+node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes);
+
+}  // namespace shoal::detail
