@@ -1,17 +1,31 @@
-// shoal::world: one PE's membership in a job. shoal::init() returns it; its destructor finalizes.
-// There is no hidden global: a program may finalize and init again, and passes the world (or the
-// handles it gives out) to whatever needs it.
+// shoal::world: one PE's membership in a job, and the owner of its symmetric heap. shoal::init()
+// returns it; its destructor finalizes. There is no hidden global: a program may finalize and init
+// again, and passes the world (or the device handle it gives out) to whatever needs it.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "shoal/bootstrap.hpp"
+#include "shoal/device_handle.hpp"
 
 namespace shoal {
+
+inline constexpr int kAutoDevice = -1;  // GPU local_pe % (GPUs visible)
+inline constexpr int kNoDevice = -2;    // host-only world: bootstrap and host collectives, no heap
 
 struct init_options {
   // Where PEs find each other. Null: detected from the launcher's environment (make_bootstrap_from_env).
   std::unique_ptr<shoal::bootstrap> bootstrap;
+  // The CUDA device this PE uses, kAutoDevice, or kNoDevice.
+  int device = kAutoDevice;
+};
+
+struct heap_stats {
+  std::uint64_t used;      // bytes in live allocations (per PE; the same on every PE)
+  std::uint64_t mapped;    // bytes of GPU memory committed per PE
+  std::uint64_t max_size;  // the most the heap may grow to per PE (SHOAL_HEAP_MAX_SIZE)
 };
 
 class world {
@@ -20,13 +34,40 @@ class world {
   world& operator=(world&&) noexcept;
   world(const world&) = delete;
   world& operator=(const world&) = delete;
+  // Collective: meets the other PEs, then unmaps the heap.
   ~world();
 
   int pe() const noexcept;
   int n_pes() const noexcept;
+  int device() const noexcept;  // the CUDA device, or kNoDevice
   shoal::bootstrap& bootstrap() const noexcept;
 
+  // ---- symmetric heap. Every call below is collective over all PEs, in the same order with the same
+  // arguments everywhere (checked: a mismatch throws shoal::error on every PE and changes nothing).
+  // Allocation returns the same offset on every PE; size 0 returns nullptr. The heap grows by mapping
+  // more chunks when an allocation does not fit; device handles taken earlier stay valid.
+
+  void* malloc(std::size_t bytes);                         // 256-byte aligned
+  void* calloc(std::size_t count, std::size_t size);       // zeroed on every PE before any PE returns
+  void* align(std::size_t alignment, std::size_t bytes);   // alignment: a power of two
+  // Waits for this PE's device work to finish (as cudaFree does), then frees on every PE.
+  void free(void* p);
+
+  template <typename T>
+  T* malloc_array(std::size_t count) {
+    return static_cast<T*>(align(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T)));
+  }
+
+  // Address of symmetric object `p` on `pe` in this process, for device code or cudaMemcpy; nullptr
+  // when that PE is not load/store reachable. Throws for a pe out of range or p outside the heap.
+  void* ptr(const void* p, int pe) const;
+  heap_stats heap_usage() const;
+
+  // The view kernels take by value.
+  shoal::device_handle device_handle() const;
+
   struct impl;
+  impl& internals() const noexcept { return *impl_; }
 
  private:
   friend world init(init_options options);
@@ -35,7 +76,7 @@ class world {
 };
 
 // Collective over all PEs of the job. Validates the whole SHOAL_* configuration first (a bad value is a
-// shoal::error naming the variable), then bootstraps. Throws shoal::error on any failure.
+// shoal::error naming the variable), bootstraps, selects the GPU and maps the symmetric heap.
 world init(init_options options = {});
 
 }  // namespace shoal

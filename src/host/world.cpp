@@ -1,29 +1,238 @@
 #include "shoal/world.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "base/log.hpp"
+#include "host/cuda_check.hpp"
 #include "host/world_impl.hpp"
 
 namespace shoal {
+namespace {
+
+// Every collective heap call first gathers this from all PEs; any difference is an error on all.
+struct heap_call {
+  std::uint64_t sequence;
+  std::uint64_t kind;  // 1 allocate, 2 free
+  std::uint64_t size_or_offset;
+  std::uint64_t alignment;
+};
+
+const char* kind_name(std::uint64_t kind) { return kind == 1 ? "allocate" : kind == 2 ? "free" : "?"; }
+
+void agree(world::impl& w, heap_call mine, const char* call) {
+  mine.sequence = ++w.collective_calls;
+  std::vector<heap_call> all(w.boot->n_pes());
+  w.boot->all_gather(&mine, all.data(), sizeof(heap_call));
+  for (int pe = 0; pe < w.boot->n_pes(); ++pe) {
+    const heap_call& other = all[pe];
+    if (std::memcmp(&other, &all[0], sizeof(heap_call)) != 0)
+      throw error(errc::invalid_argument, call,
+                  fmt::format("PEs disagree at collective heap call #{}: PE 0 called {}({}, alignment {}) but PE {} "
+                              "called {}({}, alignment {}); nothing was changed",
+                              all[0].sequence, kind_name(all[0].kind), all[0].size_or_offset, all[0].alignment, pe,
+                              kind_name(other.kind), other.size_or_offset, other.alignment));
+  }
+}
+
+int pick_device(int requested, const shoal::bootstrap& boot) {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0)
+    throw error(errc::unsupported, "shoal::init",
+                fmt::format("no usable GPU ({}); pass init_options{{.device = shoal::kNoDevice}} for a host-only world",
+                            status != cudaSuccess ? cudaGetErrorString(status) : "0 devices"));
+  int device = requested == kAutoDevice ? boot.local_pe() % count : requested;
+  if (device < 0 || device >= count)
+    throw error(errc::invalid_argument, "shoal::init", fmt::format("device {} requested; {} GPUs visible", device, count));
+  return device;
+}
+
+void setup_device(world::impl& w, int requested) {
+  w.device = pick_device(requested, *w.boot);
+  SHOAL_CUDA_CHECK(cudaSetDevice(w.device));
+  SHOAL_CUDA_CHECK(cudaFree(nullptr));  // create the primary context before driver calls
+  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
+  SHOAL_CUDA_CHECK(cudaMalloc(&w.scratch, 64));
+
+  w.heap = std::make_unique<detail::symmetric_heap>(
+      *w.boot, w.device,
+      detail::heap_layout{.initial_size = w.cfg.heap_size, .max_size = w.cfg.heap_max_size, .chunk_size = w.cfg.heap_chunk_size});
+  w.allocator.emplace(w.heap->mapped());
+
+  // Node layout: which world PEs share this node, and whether they are numbered contiguously.
+  auto node = w.boot->node_pes();
+  w.node_first_pe = node.empty() ? w.boot->pe() : node.front();
+  for (std::size_t i = 0; i < node.size(); ++i) w.node_contiguous &= node[i] == w.node_first_pe + int(i);
+  std::vector<std::int32_t> local(w.boot->n_pes(), -1);
+  for (std::size_t i = 0; i < node.size(); ++i) local[node[i]] = std::int32_t(i);
+  SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.local_index), local.size() * sizeof(std::int32_t)));
+  SHOAL_CUDA_CHECK(cudaMemcpy(w.local_index, local.data(), local.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+void world::impl::require_device(const char* call) const {
+  if (device == kNoDevice)
+    throw error(errc::unsupported, call, "this world was created with kNoDevice: it has no GPU and no symmetric heap");
+}
+
+void world::impl::check_pe(int pe, const char* call) const {
+  if (pe < 0 || pe >= boot->n_pes())
+    throw error(errc::invalid_argument, call, fmt::format("PE {} is out of range [0, {})", pe, boot->n_pes()));
+}
+
+std::uint64_t world::impl::offset_of(const void* p, std::size_t bytes, const char* call) const {
+  require_device(call);
+  auto* b = static_cast<const std::byte*>(p);
+  if (b < heap->base() || std::uint64_t(b - heap->base()) > heap->mapped() ||
+      bytes > heap->mapped() - std::uint64_t(b - heap->base()))
+    throw error(errc::invalid_argument, call,
+                fmt::format("[{}, +{} bytes) is not inside this PE's symmetric heap [{}, +{})", p, bytes,
+                            static_cast<const void*>(heap->base()), heap->mapped()));
+  return std::uint64_t(b - heap->base());
+}
+
+void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const char* call) const {
+  check_pe(pe, call);
+  std::uint64_t offset = offset_of(p, bytes, call);
+  int local = -1;
+  auto node = boot->node_pes();
+  auto it = std::find(node.begin(), node.end(), pe);
+  if (it != node.end()) local = int(it - node.begin());
+  if (local < 0)
+    throw error(errc::unsupported, call,
+                fmt::format("PE {} is on another node; the proxy transport that reaches it is not built yet", pe));
+  return heap->slot(local) + offset;
+}
 
 world::world(std::unique_ptr<impl> impl) noexcept : impl_(std::move(impl)) {}
 world::world(world&&) noexcept = default;
 world& world::operator=(world&&) noexcept = default;
-world::~world() = default;
+
+world::~world() {
+  if (!impl_) return;
+  try {
+    if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
+    impl_->boot->barrier();  // no PE unmaps while a peer may still touch its memory
+  } catch (const std::exception& e) {
+    SHOAL_LOG_WARN(base, "finalize: {}", e.what());
+  }
+  impl_->heap.reset();
+  if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
+  if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
+  if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
+}
 
 int world::pe() const noexcept { return impl_->boot->pe(); }
 int world::n_pes() const noexcept { return impl_->boot->n_pes(); }
+int world::device() const noexcept { return impl_->device; }
 shoal::bootstrap& world::bootstrap() const noexcept { return *impl_->boot; }
+
+void* world::malloc(std::size_t bytes) { return align(256, bytes); }
+
+void* world::align(std::size_t alignment, std::size_t bytes) {
+  impl& w = *impl_;
+  w.require_device("shoal::world::align");
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    throw error(errc::invalid_argument, "shoal::world::align", fmt::format("alignment {} is not a power of two", alignment));
+  agree(w, heap_call{0, 1, bytes, alignment}, "shoal::world::malloc");
+  if (bytes == 0) return nullptr;
+  std::optional<std::uint64_t> offset = w.allocator->allocate(bytes, alignment);
+  if (!offset) {
+    // Deterministic on every PE: the same allocator state asks for the same growth.
+    std::uint64_t needed = w.allocator->capacity_needed(bytes, alignment);
+    w.heap->grow_to(needed);
+    w.allocator->grow(w.heap->mapped());
+    offset = w.allocator->allocate(bytes, alignment);
+    if (!offset) throw error(errc::internal, "shoal::world::malloc", "allocation failed after growing the heap");
+  }
+  return w.heap->base() + *offset;
+}
+
+void* world::calloc(std::size_t count, std::size_t size) {
+  if (size != 0 && count > SIZE_MAX / size)
+    throw error(errc::invalid_argument, "shoal::world::calloc", fmt::format("{} x {} bytes overflows", count, size));
+  void* p = malloc(count * size);
+  if (p != nullptr) {
+    SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, impl_->stream));
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+  }
+  impl_->boot->barrier();  // no PE writes into a peer's copy before that peer has zeroed it
+  return p;
+}
+
+void world::free(void* p) {
+  impl& w = *impl_;
+  w.require_device("shoal::world::free");
+  std::uint64_t offset = p == nullptr ? ~0ull : w.offset_of(p, 0, "shoal::world::free");
+  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+  agree(w, heap_call{0, 2, offset, 0}, "shoal::world::free");
+  if (p == nullptr) return;
+  if (!w.allocator->release(offset))
+    throw error(errc::invalid_argument, "shoal::world::free",
+                fmt::format("{} (heap offset {}) is not the start of a live allocation (freed twice?)", p, offset));
+}
+
+void* world::ptr(const void* p, int pe) const {
+  impl_->check_pe(pe, "shoal::world::ptr");
+  try {
+    return impl_->reachable(p, 0, pe, "shoal::world::ptr");
+  } catch (const error& e) {
+    if (e.category() == errc::unsupported && impl_->device != kNoDevice) return nullptr;  // another node
+    throw;
+  }
+}
+
+heap_stats world::heap_usage() const {
+  impl_->require_device("shoal::world::heap_usage");
+  return {impl_->allocator->used(), impl_->heap->mapped(), impl_->heap->max_size()};
+}
+
+shoal::device_handle world::device_handle() const {
+  const impl& w = *impl_;
+  w.require_device("shoal::world::device_handle");
+  shoal::device_handle h;
+  h.heap_base = w.heap->base();
+  h.heap_capacity = w.heap->mapped();
+  h.slot_stride = w.heap->slot_stride();
+  h.pe = w.boot->pe();
+  h.n_pes = w.boot->n_pes();
+  h.local_pe = w.boot->local_pe();
+  h.local_size = w.boot->local_size();
+  h.node_first_pe = w.node_first_pe;
+  h.node_contiguous = w.node_contiguous ? 1 : 0;
+  h.local_index = w.local_index;
+  h.sync = w.sync;
+  h.device_barrier_flags = w.device_barrier_flags;
+  h.wait_timeout_ns = std::uint64_t(w.cfg.wait_timeout * 1e9);
+  return h;
+}
 
 world init(init_options options) {
   auto state = std::make_unique<world::impl>();
   state->cfg = detail::config::load();
   state->boot = options.bootstrap ? std::move(options.bootstrap) : make_bootstrap_from_env();
   detail::set_log_pe(state->boot->pe());
-  SHOAL_LOG_INFO(base, "initialized: pe {} of {}, node {} of {}, local pe {} of {}", state->boot->pe(),
-                 state->boot->n_pes(), state->boot->node(), state->boot->n_nodes(), state->boot->local_pe(),
-                 state->boot->local_size());
-  return world(std::move(state));
+  if (options.device != kNoDevice) setup_device(*state, options.device);
+  world w(std::move(state));
+  if (options.device != kNoDevice) {
+    // Internal words first, so they sit at the same offset on every PE.
+    world::impl& s = w.internals();
+    std::size_t n = std::size_t(w.n_pes());
+    auto* words = static_cast<std::byte*>(w.calloc(1, sizeof(detail::sync_state) + 2 * n * sizeof(std::uint64_t)));
+    s.sync = reinterpret_cast<detail::sync_state*>(words);
+    s.device_barrier_flags = reinterpret_cast<std::uint64_t*>(words + sizeof(detail::sync_state));
+    s.stream_barrier_flags = s.device_barrier_flags + n;
+  }
+  SHOAL_LOG_INFO(base, "initialized: pe {} of {}, node {} of {}, local pe {} of {}, device {}", w.pe(), w.n_pes(),
+                 w.bootstrap().node(), w.bootstrap().n_nodes(), w.bootstrap().local_pe(), w.bootstrap().local_size(),
+                 w.device());
+  return w;
 }
 
 }  // namespace shoal

@@ -1,9 +1,15 @@
-// What a world owns. Private: grows with the heap, transports and teams.
+// What a world owns. Private to the runtime.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "base/config.hpp"
+#include "host/heap_allocator.hpp"
+#include "host/symmetric_heap.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/world.hpp"
 
@@ -12,6 +18,34 @@ namespace shoal {
 struct world::impl {
   detail::config cfg;
   std::unique_ptr<shoal::bootstrap> boot;
+  int device = kNoDevice;
+
+  // Present when device != kNoDevice.
+  std::unique_ptr<detail::symmetric_heap> heap;
+  std::optional<detail::heap_allocator> allocator;
+  std::uint64_t collective_calls = 0;  // numbers heap calls, so mismatches name which call disagreed
+
+  // Node layout for the device handle.
+  bool node_contiguous = true;
+  int node_first_pe = 0;
+  std::int32_t* local_index = nullptr;  // device memory [n_pes]
+
+  // Internal symmetric words (one calloc at init, offset identical on every PE).
+  detail::sync_state* sync = nullptr;
+  std::uint64_t* device_barrier_flags = nullptr;  // [n_pes] kernel and graph-captured barriers
+  std::uint64_t* stream_barrier_flags = nullptr;  // [n_pes] stream-memop barriers (host-held epochs)
+  std::uint64_t stream_barrier_epoch = 0;
+
+  cudaStream_t stream = nullptr;  // for blocking host-initiated operations
+  void* scratch = nullptr;        // device scratch for host atomics' results
+
+  // Throws shoal::error(errc::unsupported) when the world was made with kNoDevice.
+  void require_device(const char* call) const;
+  // Checks [p, p+bytes) lies inside this PE's heap; throws shoal::error naming `call` otherwise.
+  std::uint64_t offset_of(const void* p, std::size_t bytes, const char* call) const;
+  void check_pe(int pe, const char* call) const;
+  // ptr() with the checks, throwing when `pe` is not load/store reachable.
+  void* reachable(const void* p, std::size_t bytes, int pe, const char* call) const;
 };
 
 }  // namespace shoal

@@ -1,0 +1,82 @@
+// Barriers inside a kernel.
+//   barrier_all(scope, h)  quiet, then wait until every PE has entered the same barrier: on return all
+//                          RMA that any PE issued before its barrier_all is complete and visible.
+//   sync_all(scope, h)     the meeting alone, without the quiet.
+//   grid_sync(h)           all CTAs of this PE's kernel meet (requires every CTA to be resident).
+// Only one barrier may be in flight per PE at a time (one block, or the grid form); PEs match barriers
+// by count, through epochs that only grow, so nothing is ever reset.
+#pragma once
+
+#include <cuda/atomic>
+
+#include "shoal/dev/ordering.cuh"
+#include "shoal/dev/rma.cuh"
+#include "shoal/dev/wait.cuh"
+
+namespace shoal {
+
+namespace detail {
+
+template <typename Scope>
+__device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first) {
+  Scope::sync();
+  std::uint64_t epoch = load_acquire(&h.sync->device_barrier_epoch) + 1;
+  if (quiet_first && Scope::leader()) quiet(h);
+  Scope::sync();
+  // Announce: write my arrival into flag[my_pe] on every PE (release orders the quiet before it).
+  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> flag(*remote(h, h.device_barrier_flags + h.pe, pe));
+    flag.store(epoch, cuda::memory_order_release);
+  }
+  // Wait: every PE's arrival at this epoch (or a later one: a fast PE may already be in the next).
+  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
+  Scope::sync();
+  if (Scope::leader())
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(h.sync->device_barrier_epoch)
+        .store(epoch, cuda::memory_order_relaxed);
+  Scope::sync();
+}
+
+}  // namespace detail
+
+__device__ inline void grid_sync(const device_handle& h) {
+  __syncthreads();
+  if (block_scope::leader()) {
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> generation(h.sync->grid_generation);
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> arrivals(h.sync->grid_arrivals);
+    std::uint64_t seen = generation.load(cuda::memory_order_acquire);
+    if (arrivals.fetch_add(1, cuda::memory_order_acq_rel) == grid_scope::n_blocks() - 1) {
+      arrivals.store(0, cuda::memory_order_relaxed);
+      generation.store(seen + 1, cuda::memory_order_release);
+    } else {
+      bool ok = detail::spin_until([&] { return generation.load(cuda::memory_order_acquire) != seen; }, h.wait_timeout_ns);
+      if (!ok) detail::report_wait_timeout(h, "grid_sync (are all CTAs resident?)", &h.sync->grid_generation, seen, "!=", seen);
+    }
+  }
+  __syncthreads();
+}
+
+template <typename Scope>
+__device__ inline void barrier_all(Scope scope, const device_handle& h) {
+  if constexpr (std::is_same_v<Scope, grid_scope>) {
+    quiet(h);  // each thread's own RMA, then the CTAs meet and block 0 meets the other PEs
+    grid_sync(h);
+    if (grid_scope::block_rank() == 0) detail::meet_all_pes(block, h, false);
+    grid_sync(h);
+  } else {
+    detail::meet_all_pes(scope, h, true);
+  }
+}
+
+template <typename Scope>
+__device__ inline void sync_all(Scope scope, const device_handle& h) {
+  if constexpr (std::is_same_v<Scope, grid_scope>) {
+    grid_sync(h);
+    if (grid_scope::block_rank() == 0) detail::meet_all_pes(block, h, false);
+    grid_sync(h);
+  } else {
+    detail::meet_all_pes(scope, h, false);
+  }
+}
+
+}  // namespace shoal

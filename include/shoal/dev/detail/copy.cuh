@@ -1,0 +1,52 @@
+// The bulk copy under put and get: the scope's threads split the bytes, using the widest access both
+// pointers allow (16 B when src and dst share their address modulo 16) with several loads in flight per
+// thread. Works for any size and alignment; no synchronization inside.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shoal::detail {
+
+// Copies `count` elements of V with `rank`/`size` threads; 4 independent loads in flight per thread,
+// issued before the stores, hide remote latency.
+template <typename V>
+__device__ inline void copy_elements(V* dst, const V* src, std::size_t count, std::size_t rank, std::size_t size) {
+  constexpr int kUnroll = 4;
+  std::size_t i = rank;
+  for (; i + (kUnroll - 1) * size < count; i += kUnroll * size) {
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * size];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * size] = v[u];
+  }
+  for (; i < count; i += size) dst[i] = src[i];
+}
+
+template <typename V>
+__device__ inline void copy_aligned(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t rank,
+                                    std::size_t size) {
+  // Head: bytes up to dst's first V boundary (src shares dst's offset modulo sizeof(V)).
+  std::size_t head = (sizeof(V) - reinterpret_cast<std::uintptr_t>(dst) % sizeof(V)) % sizeof(V);
+  if (head > bytes) head = bytes;
+  for (std::size_t i = rank; i < head; i += size) dst[i] = src[i];
+  std::size_t body = (bytes - head) / sizeof(V);
+  copy_elements(reinterpret_cast<V*>(dst + head), reinterpret_cast<const V*>(src + head), body, rank, size);
+  std::size_t done = head + body * sizeof(V);
+  for (std::size_t i = done + rank; i < bytes; i += size) dst[i] = src[i];
+}
+
+__device__ inline void copy_bytes(void* dst_ptr, const void* src_ptr, std::size_t bytes, std::size_t rank,
+                                  std::size_t size) {
+  auto* dst = static_cast<std::byte*>(dst_ptr);
+  auto* src = static_cast<const std::byte*>(src_ptr);
+  std::uintptr_t mismatch = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+  if (mismatch % 16 == 0) copy_aligned<uint4>(dst, src, bytes, rank, size);
+  else if (mismatch % 8 == 0) copy_aligned<uint2>(dst, src, bytes, rank, size);
+  else if (mismatch % 4 == 0) copy_aligned<unsigned>(dst, src, bytes, rank, size);
+  else if (mismatch % 2 == 0) copy_aligned<unsigned short>(dst, src, bytes, rank, size);
+  else copy_aligned<unsigned char>(dst, src, bytes, rank, size);
+}
+
+}  // namespace shoal::detail

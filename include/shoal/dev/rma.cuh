@@ -1,0 +1,131 @@
+// Remote memory access from a kernel: ptr, put/get (bytes or typed; blocking and _nbi), p/g.
+// Addresses are symmetric: `dst` of a put (or `src` of a get) is the caller's own address of a heap
+// object, and the call reaches the same object on PE `pe`. Local buffers may be any device memory.
+//
+// Completion contract (OpenSHMEM 1.5):
+//   put      on return the source may be overwritten; the data is visible at `pe` only after quiet()
+//            (or is ordered before a later put_signal/fence-separated put to that PE).
+//   put_nbi  the same, except the source may be reused only after quiet().
+//   get      on return the data is in `dst` (for every thread of the scope).
+//   get_nbi  the data is in `dst` after quiet().
+// Scope: every thread of the scope calls with the same arguments; the scope's threads share the copy.
+// At grid scope each CTA returns when its own share is done: meet with grid_sync() or a barrier first
+// if one CTA must see another's share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "shoal/dev/detail/check.cuh"
+#include "shoal/dev/detail/copy.cuh"
+#include "shoal/dev/scope.cuh"
+#include "shoal/device_handle.hpp"
+
+namespace shoal {
+
+__device__ inline int my_pe(const device_handle& h) { return h.pe; }
+__device__ inline int n_pes(const device_handle& h) { return h.n_pes; }
+
+// The address of symmetric object `p` on PE `pe`, usable with plain loads and stores, or nullptr when
+// that PE's memory is not mapped here (another node). One add when the node's PEs are contiguous.
+template <typename T>
+__device__ inline T* ptr(const device_handle& h, T* p, int pe) {
+  SHOAL_CHECK_PE(h, pe);
+  SHOAL_CHECK_SYMMETRIC(h, p, 0);
+  int local;
+  if (h.node_contiguous) {
+    local = pe - h.node_first_pe;
+    if (local < 0 || local >= h.local_size) return nullptr;
+  } else {
+    local = h.local_index[pe];
+    if (local < 0) return nullptr;
+  }
+  auto* bytes = reinterpret_cast<std::byte*>(const_cast<std::remove_cv_t<T>*>(p));
+  return reinterpret_cast<T*>(bytes + std::int64_t(local - h.local_pe) * h.slot_stride);
+}
+
+namespace detail {
+
+// The remote address for RMA; traps (debug builds) when `pe` is not reachable by load/store. Peers on
+// other nodes are served by the proxy transport once it exists; until then they are an error.
+template <typename T>
+__device__ inline T* remote(const device_handle& h, T* p, int pe) {
+  T* r = ptr(h, p, pe);
+  SHOAL_DEVICE_CHECK(h, r != nullptr, "pe not load/store reachable", pe);
+  return r;
+}
+
+template <typename Scope>
+__device__ inline void scope_copy(Scope, void* dst, const void* src, std::size_t bytes) {
+  copy_bytes(dst, src, bytes, Scope::rank(), Scope::size());
+}
+
+}  // namespace detail
+
+// ---- bytes --------------------------------------------------------------------------------------------
+
+template <typename Scope>
+__device__ inline void put_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
+                                     std::size_t bytes, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
+  detail::scope_copy(scope, detail::remote(h, dst, pe), src, bytes);
+}
+
+template <typename Scope>
+__device__ inline void put_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                 int pe) {
+  put_bytes_nbi(scope, h, dst, src, bytes, pe);
+  Scope::sync();  // every thread's share is issued: the source is reusable by any thread of the scope
+}
+
+template <typename Scope>
+__device__ inline void get_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
+                                     std::size_t bytes, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, src, bytes);
+  detail::scope_copy(scope, dst, detail::remote(h, src, pe), bytes);
+}
+
+template <typename Scope>
+__device__ inline void get_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                 int pe) {
+  get_bytes_nbi(scope, h, dst, src, bytes, pe);
+  Scope::sync();  // every thread's share has landed in dst
+}
+
+// ---- typed: `count` elements of T ---------------------------------------------------------------------
+
+template <typename Scope, typename T>
+__device__ inline void put(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
+  put_bytes(scope, h, dst, src, count * sizeof(T), pe);
+}
+template <typename Scope, typename T>
+__device__ inline void put_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
+  put_bytes_nbi(scope, h, dst, src, count * sizeof(T), pe);
+}
+template <typename Scope, typename T>
+__device__ inline void get(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
+  get_bytes(scope, h, dst, src, count * sizeof(T), pe);
+}
+template <typename Scope, typename T>
+__device__ inline void get_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
+  get_bytes_nbi(scope, h, dst, src, count * sizeof(T), pe);
+}
+
+// ---- scalars (one thread) -----------------------------------------------------------------------------
+
+// Stores `value` into symmetric `*dst` on `pe`. Visible there after quiet(), ordered by fence().
+template <typename T>
+__device__ inline void p(const device_handle& h, T* dst, T value, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, dst, sizeof(T));
+  *static_cast<volatile T*>(detail::remote(h, dst, pe)) = value;
+}
+
+// Loads symmetric `*src` from `pe`.
+template <typename T>
+__device__ inline T g(const device_handle& h, const T* src, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, src, sizeof(T));
+  return *static_cast<const volatile T*>(detail::remote(h, src, pe));
+}
+
+}  // namespace shoal

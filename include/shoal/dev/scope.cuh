@@ -1,0 +1,54 @@
+// Cooperation scopes of the device API: shoal::thread, shoal::warp, shoal::block, shoal::grid.
+// A call taking a scope is made by every thread of that scope with the same arguments; the work is
+// split among them. Each scope type answers rank() (this thread's index in the scope), size() and sync().
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace shoal {
+
+struct thread_scope {
+  __device__ static unsigned rank() { return 0; }
+  __device__ static unsigned size() { return 1; }
+  __device__ static void sync() {}
+  __device__ static bool leader() { return true; }
+};
+
+// A full, converged warp (all 32 lanes).
+struct warp_scope {
+  __device__ static unsigned rank() {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+  }
+  __device__ static unsigned size() { return 32; }
+  __device__ static void sync() { __syncwarp(); }
+  __device__ static bool leader() { return rank() == 0; }
+};
+
+// All threads of the CTA. Assumes a 1-D or multi-D block; rank is the linear thread index.
+struct block_scope {
+  __device__ static unsigned rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+  __device__ static unsigned size() { return blockDim.x * blockDim.y * blockDim.z; }
+  __device__ static void sync() { __syncthreads(); }
+  __device__ static bool leader() { return rank() == 0; }
+};
+
+// All threads of all CTAs of the kernel. sync() here is only the CTA's barrier: calls that need the
+// whole grid to meet use shoal::grid_sync(h), which requires every CTA to be resident (a cooperative
+// launch, or no more CTAs than fit on the GPU at once).
+struct grid_scope {
+  __device__ static unsigned block_rank() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+  __device__ static unsigned n_blocks() { return gridDim.x * gridDim.y * gridDim.z; }
+  __device__ static unsigned rank() { return block_rank() * block_scope::size() + block_scope::rank(); }
+  __device__ static unsigned size() { return n_blocks() * block_scope::size(); }
+  __device__ static void sync() { __syncthreads(); }
+  __device__ static bool leader() { return rank() == 0; }
+};
+
+inline constexpr thread_scope thread{};
+inline constexpr warp_scope warp{};
+inline constexpr block_scope block{};
+inline constexpr grid_scope grid{};
+
+}  // namespace shoal

@@ -1,0 +1,94 @@
+// Signals: 64-bit words in the symmetric heap that a remote PE sets or adds to, usually right after
+// delivering data (put_signal), and that the owner waits on (signal_wait_until).
+#pragma once
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "shoal/dev/rma.cuh"
+#include "shoal/dev/wait.cuh"
+
+namespace shoal {
+
+namespace detail {
+__device__ inline void update_signal(std::uint64_t* remote_sig, std::uint64_t value, sig_op op,
+                                     cuda::memory_order order) {
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> word(*remote_sig);
+  if (op == sig_op::set) word.store(value, order);
+  else word.fetch_add(value, order);
+}
+}  // namespace detail
+
+// Sets or adds to signal `*sig` on `pe` (one thread). Atomic, unordered with the caller's earlier puts
+// unless a fence() comes between (as OpenSHMEM signal_op).
+__device__ inline void signal_op(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_relaxed);
+}
+
+// put, then update the signal on `pe`: a PE that sees the signal change also sees all `bytes` of data.
+// The scope's threads share the copy; one thread updates the signal with release order after the scope
+// has met. On return the source may be reused.
+template <typename Scope>
+__device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
+                                        std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  put_bytes_nbi(scope, h, dst, src, bytes, pe);
+  Scope::sync();
+  // Release at system scope is cumulative: the scope barrier orders every thread's stores before it.
+  // At grid scope each CTA signals for its own share: the receiver waits for n_blocks updates (use add).
+  if (std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader())
+    detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_release);
+  Scope::sync();
+}
+
+template <typename Scope, typename T>
+__device__ inline void put_signal(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
+                                  std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  put_signal_bytes(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
+}
+
+// The _nbi form: identical delivery guarantee; the source may be reused only after quiet(). Over
+// load/store transports the copy is done on return, so this differs from put_signal only in skipping the
+// final scope barrier.
+template <typename Scope>
+__device__ inline void put_signal_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
+                                            std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op,
+                                            int pe) {
+  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  put_bytes_nbi(scope, h, dst, src, bytes, pe);
+  Scope::sync();
+  if (std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader())
+    detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_release);
+}
+
+template <typename Scope, typename T>
+__device__ inline void put_signal_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
+                                      std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  put_signal_bytes_nbi(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
+}
+
+// The current value of the caller's own signal word (acquire).
+__device__ inline std::uint64_t signal_fetch(const device_handle&, const std::uint64_t* sig) {
+  return detail::load_acquire(sig);
+}
+
+// Waits until the caller's own signal compares true against `value`; returns the value seen.
+__device__ inline std::uint64_t signal_wait_until(const device_handle& h, const std::uint64_t* sig, cmp op,
+                                                  std::uint64_t value) {
+  return wait_until(h, sig, op, value);
+}
+
+template <typename Scope>
+__device__ inline std::uint64_t signal_wait_until(Scope scope, const device_handle& h, const std::uint64_t* sig,
+                                                  cmp op, std::uint64_t value) {
+  return wait_until(scope, h, sig, op, value);
+}
+
+__device__ inline wait_status signal_wait_until_for(const device_handle& h, const std::uint64_t* sig, cmp op,
+                                                    std::uint64_t value, std::uint64_t timeout_ns) {
+  return wait_until_for(h, sig, op, value, timeout_ns);
+}
+
+}  // namespace shoal

@@ -1,0 +1,42 @@
+// shoal::device_handle: everything a kernel needs to reach the symmetric heap of every PE, as one
+// trivially copyable struct passed to kernels by value (no __device__ globals, no -rdc, no device link).
+// Take it from shoal::world::device_handle() after init and after any heap growth you want checked.
+// Compiles with a plain host compiler; the functions that use it are in shoal/device.cuh.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace shoal {
+
+namespace detail {
+// Internal synchronization words of one PE, at the same heap offset on every PE (see host/sync_state).
+struct sync_state {
+  std::uint64_t device_barrier_epoch;  // device barriers this PE has completed (kernel and graph forms)
+  std::uint64_t grid_arrivals;         // grid-scope sync of this PE's running kernel: CTAs arrived
+  std::uint64_t grid_generation;       // bumped by the last CTA to arrive
+  std::uint64_t reserved[5];
+};
+}  // namespace detail
+
+struct device_handle {
+  std::byte* heap_base = nullptr;     // this PE's heap slot in this process's address space
+  std::uint64_t heap_capacity = 0;    // bytes mapped per PE when the handle was taken
+  std::int64_t slot_stride = 0;       // bytes between the heap slots of adjacent node-local PEs
+  std::int32_t pe = -1;
+  std::int32_t n_pes = 0;
+  std::int32_t local_pe = 0;          // index of this PE among its node's PEs
+  std::int32_t local_size = 1;
+  std::int32_t node_first_pe = 0;     // when node_contiguous, PE p has local index p - node_first_pe
+  std::int32_t node_contiguous = 1;
+  const std::int32_t* local_index = nullptr;  // device array [n_pes]: node-local index of each PE, or -1
+  detail::sync_state* sync = nullptr;          // this PE's sync words (symmetric)
+  std::uint64_t* device_barrier_flags = nullptr;  // [n_pes], symmetric: flag p is written by PE p
+  std::uint64_t wait_timeout_ns = 0;  // spin-waits trap after this long; 0 = wait forever
+};
+
+static_assert(std::is_trivially_copyable_v<device_handle>, "kernels take the handle by value");
+static_assert(sizeof(device_handle) <= 128, "keep the handle small: it is a kernel argument");
+
+}  // namespace shoal

@@ -1,0 +1,11 @@
+// The host API of shoal in one include: init/world and the symmetric heap, host-initiated RMA and
+// atomics, stream-ordered operations, errors. Kernels include shoal/device.cuh.
+#pragma once
+
+#include "shoal/bootstrap.hpp"
+#include "shoal/device_handle.hpp"
+#include "shoal/error.hpp"
+#include "shoal/host_rma.hpp"
+#include "shoal/stream.hpp"
+#include "shoal/types.hpp"
+#include "shoal/world.hpp"

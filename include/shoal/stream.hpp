@@ -1,0 +1,42 @@
+// Stream-ordered RMA, signals, waits and barriers: each call enqueues work on `stream` and returns at
+// once; the operation happens in stream order and completes before later work on that stream starts.
+// All of them can be captured in a CUDA graph and replayed. Data moves with the copy engines; signal
+// set/wait use stream memory operations (cuStreamWriteValue64 / cuStreamWaitValue64), which need no
+// kernel launch; forms that memory operations cannot express launch a one-thread kernel.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/types.hpp"
+#include "shoal/world.hpp"
+
+namespace shoal {
+
+void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream);
+void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream);
+
+// The data is visible at `pe` before the signal changes there.
+void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
+                          std::uint64_t value, sig_op op, int pe, cudaStream_t stream);
+void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream);
+
+// Later work on `stream` starts once this PE's `*sig` compares true against `value`. cmp::ge and cmp::eq
+// use a stream wait (ge compares as (int64_t)(*sig - value) >= 0, right for counters that grow);
+// other comparisons launch a one-thread kernel. A kernel-form wait traps after SHOAL_WAIT_TIMEOUT.
+void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream);
+
+// Everything enqueued on `stream` before this is complete and visible at its targets before anything
+// enqueued after it runs. Stream order already gives this for shoal's stream operations and for kernels
+// (a kernel's stores are performed when it completes), so nothing needs to be enqueued.
+void quiet_on_stream(world& w, cudaStream_t stream);
+
+// All PEs meet in stream order: later work on `stream` starts once every PE's stream reached its
+// barrier, and every PE's work before it is complete. Outside capture it is stream memory operations
+// only (no kernel); under capture it is a small kernel whose epochs live in device memory, so a graph
+// replays correctly any number of times. Every PE must make its n-th call the same way (captured or not).
+void barrier_all_on_stream(world& w, cudaStream_t stream);
+
+}  // namespace shoal

@@ -1,0 +1,93 @@
+// Host-initiated blocking RMA and atomics (shoal/host_rma.hpp).
+#include <string>
+
+#include "host/cuda_check.hpp"
+#include "host/world_impl.hpp"
+#include "shoal/dev/atomic.cuh"
+#include "shoal/host_rma.hpp"
+
+namespace shoal {
+namespace {
+
+template <typename T>
+__global__ void host_atomic_kernel(device_handle h, atomic_kind kind, T* target, T operand, T cond, int pe, T* result) {
+  T previous{};
+  switch (kind) {
+    case atomic_kind::fetch: previous = atomic_fetch(h, target, pe); break;
+    case atomic_kind::set: atomic_set(h, target, operand, pe); break;
+    case atomic_kind::swap: previous = atomic_swap(h, target, operand, pe); break;
+    case atomic_kind::fetch_add: previous = atomic_fetch_add(h, target, operand, pe); break;
+    case atomic_kind::compare_swap:
+    case atomic_kind::fetch_and:
+    case atomic_kind::fetch_or:
+    case atomic_kind::fetch_xor:
+      if constexpr (atomic_integer<T>) {
+        if (kind == atomic_kind::compare_swap) previous = atomic_compare_swap(h, target, cond, operand, pe);
+        if (kind == atomic_kind::fetch_and) previous = atomic_fetch_and(h, target, operand, pe);
+        if (kind == atomic_kind::fetch_or) previous = atomic_fetch_or(h, target, operand, pe);
+        if (kind == atomic_kind::fetch_xor) previous = atomic_fetch_xor(h, target, operand, pe);
+      }
+      break;
+  }
+  *result = previous;
+}
+
+}  // namespace
+
+void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
+  world::impl& s = w.internals();
+  void* remote = s.reachable(dst, bytes, pe, "shoal::put");
+  if (bytes == 0) return;
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, s.stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
+  world::impl& s = w.internals();
+  void* remote = s.reachable(src, bytes, pe, "shoal::get");
+  if (bytes == 0) return;
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, s.stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+void quiet(world& w) {
+  world::impl& s = w.internals();
+  s.require_device("shoal::quiet");
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+void barrier_all(world& w) {
+  world::impl& s = w.internals();
+  if (s.device != kNoDevice) SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  s.boot->barrier();
+}
+
+template <host_atomic_arithmetic T>
+T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) {
+  world::impl& s = w.internals();
+  s.reachable(target, sizeof(T), pe, "shoal::atomic");
+  if (reinterpret_cast<std::uintptr_t>(target) % sizeof(T) != 0)
+    throw error(errc::invalid_argument, "shoal::atomic",
+                "target is not aligned to " + std::to_string(sizeof(T)) + " bytes");
+  T* result = static_cast<T*>(s.scratch);
+  host_atomic_kernel<<<1, 1, 0, s.stream>>>(w.device_handle(), kind, target, operand, cond, pe, result);
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+  T previous{};
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(&previous, result, sizeof(T), cudaMemcpyDeviceToHost, s.stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return previous;
+}
+
+#define SHOAL_INSTANTIATE_HOST_ATOMIC(T) \
+  template T host_atomic<T>(world&, atomic_kind, T*, T, T, int);
+SHOAL_INSTANTIATE_HOST_ATOMIC(int)
+SHOAL_INSTANTIATE_HOST_ATOMIC(unsigned)
+SHOAL_INSTANTIATE_HOST_ATOMIC(long)
+SHOAL_INSTANTIATE_HOST_ATOMIC(unsigned long)
+SHOAL_INSTANTIATE_HOST_ATOMIC(long long)
+SHOAL_INSTANTIATE_HOST_ATOMIC(unsigned long long)
+SHOAL_INSTANTIATE_HOST_ATOMIC(float)
+SHOAL_INSTANTIATE_HOST_ATOMIC(double)
+#undef SHOAL_INSTANTIATE_HOST_ATOMIC
+
+}  // namespace shoal

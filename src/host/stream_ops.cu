@@ -1,0 +1,99 @@
+// Stream-ordered RMA, signals, waits and barriers (shoal/stream.hpp).
+#include "host/cuda_check.hpp"
+#include "host/driver_api.hpp"
+#include "host/world_impl.hpp"
+#include "shoal/dev/barrier.cuh"
+#include "shoal/dev/signal.cuh"
+#include "shoal/stream.hpp"
+
+namespace shoal {
+namespace {
+
+__global__ void signal_add_kernel(std::uint64_t* remote_sig, std::uint64_t value) {
+  detail::update_signal(remote_sig, value, sig_op::add, cuda::memory_order_release);
+}
+
+__global__ void signal_wait_kernel(device_handle h, const std::uint64_t* sig, cmp op, std::uint64_t value) {
+  wait_until(h, sig, op, value);
+}
+
+__global__ void barrier_kernel(device_handle h) { barrier_all(warp, h); }
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  SHOAL_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status == cudaStreamCaptureStatusActive;
+}
+
+// Signal update in stream order, after everything before it on the stream. A stream write carries a
+// memory barrier by default, so the data of an earlier copy is visible before the new value.
+void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream) {
+  if (op == sig_op::set) {
+    SHOAL_CU_CHECK(detail::driver().stream_write_value64(stream, reinterpret_cast<CUdeviceptr>(remote_sig), value, 0));
+  } else {
+    signal_add_kernel<<<1, 1, 0, stream>>>(remote_sig, value);
+    SHOAL_CUDA_CHECK(cudaGetLastError());
+  }
+  (void)w;
+}
+
+}  // namespace
+
+void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  void* remote = w.internals().reachable(dst, bytes, pe, "shoal::put_on_stream");
+  if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
+}
+
+void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  void* remote = w.internals().reachable(src, bytes, pe, "shoal::get_on_stream");
+  if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
+}
+
+void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
+                          std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  auto* remote_sig = static_cast<std::uint64_t*>(w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
+  put_on_stream(w, dst, src, bytes, pe, stream);
+  enqueue_signal(w, remote_sig, value, op, stream);
+}
+
+void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  auto* remote_sig = static_cast<std::uint64_t*>(w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
+  enqueue_signal(w, remote_sig, value, op, stream);
+}
+
+void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {
+  world::impl& s = w.internals();
+  s.offset_of(sig, sizeof(std::uint64_t), "shoal::signal_wait_until_on_stream");
+  if (op == cmp::ge || op == cmp::eq) {
+    unsigned flags = op == cmp::ge ? CU_STREAM_WAIT_VALUE_GEQ : CU_STREAM_WAIT_VALUE_EQ;
+    SHOAL_CU_CHECK(detail::driver().stream_wait_value64(stream, reinterpret_cast<CUdeviceptr>(sig), value, flags));
+  } else {
+    signal_wait_kernel<<<1, 1, 0, stream>>>(w.device_handle(), sig, op, value);
+    SHOAL_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void quiet_on_stream(world& w, cudaStream_t) { w.internals().require_device("shoal::quiet_on_stream"); }
+
+void barrier_all_on_stream(world& w, cudaStream_t stream) {
+  world::impl& s = w.internals();
+  s.require_device("shoal::barrier_all_on_stream");
+  if (capturing(stream)) {
+    barrier_kernel<<<1, 32, 0, stream>>>(w.device_handle());
+    SHOAL_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // Announce my arrival at this epoch in flag[my_pe] of every PE, then wait for every PE's.
+  std::uint64_t epoch = ++s.stream_barrier_epoch;
+  const detail::driver_api& cu = detail::driver();
+  int me = w.pe();
+  for (int pe = 0; pe < w.n_pes(); ++pe) {
+    void* flag = s.reachable(s.stream_barrier_flags + me, sizeof(std::uint64_t), pe, "shoal::barrier_all_on_stream");
+    SHOAL_CU_CHECK(cu.stream_write_value64(stream, reinterpret_cast<CUdeviceptr>(flag), epoch, 0));
+  }
+  for (int pe = 0; pe < w.n_pes(); ++pe)
+    SHOAL_CU_CHECK(cu.stream_wait_value64(stream, reinterpret_cast<CUdeviceptr>(s.stream_barrier_flags + pe), epoch,
+                                          CU_STREAM_WAIT_VALUE_GEQ));
+}
+
+}  // namespace shoal

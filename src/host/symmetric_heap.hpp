@@ -1,0 +1,64 @@
+// The symmetric heap's memory: one virtual range per process with a slot per node-local PE, physical
+// chunks committed with CUDA VMM, exported as POSIX file descriptors, passed to node-local peers through
+// the bootstrap and mapped into their slots. Slot i of every process maps node-local PE i's memory, so
+//   remote address = local address + (peer's local index - mine) * slot_stride
+// is one add on the device. Offset bookkeeping lives in heap_allocator; this class only maps memory.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "shoal/bootstrap.hpp"
+
+namespace shoal::detail {
+
+struct heap_layout {
+  std::uint64_t initial_size;  // committed at construction (rounded up to whole chunks)
+  std::uint64_t max_size;      // virtual space per slot; growth stops here
+  std::uint64_t chunk_size;    // growth granule (rounded up to the GPU's allocation granularity)
+};
+
+class symmetric_heap {
+ public:
+  // Collective over all PEs (they exchange failure status; fds move among node-local PEs only).
+  symmetric_heap(shoal::bootstrap& boot, int device, heap_layout layout);
+  ~symmetric_heap();
+  symmetric_heap(const symmetric_heap&) = delete;
+  symmetric_heap& operator=(const symmetric_heap&) = delete;
+
+  std::byte* base() const { return slot(boot_.local_pe()); }
+  std::byte* slot(int local_pe) const { return reinterpret_cast<std::byte*>(reservation_) + std::uint64_t(local_pe) * stride_; }
+  std::int64_t slot_stride() const { return std::int64_t(stride_); }
+  std::uint64_t mapped() const { return mapped_; }
+  std::uint64_t max_size() const { return stride_; }
+  std::uint64_t chunk_size() const { return chunk_size_; }
+
+  // Collective over all PEs with the same `bytes`: maps whole chunks until at least `bytes` per PE are
+  // mapped. Throws shoal::error(errc::out_of_memory) on every PE when any PE cannot commit memory or
+  // `bytes` exceeds max_size(); nothing is left half-mapped.
+  void grow_to(std::uint64_t bytes);
+
+ private:
+  struct mapping {
+    CUdeviceptr address;
+    std::size_t size;
+    CUmemGenericAllocationHandle handle;
+  };
+
+  void release_all() noexcept;
+  void map_and_enable(CUmemGenericAllocationHandle handle, CUdeviceptr address);
+
+  shoal::bootstrap& boot_;
+  int device_;
+  std::uint64_t granularity_ = 0;
+  std::uint64_t chunk_size_ = 0;
+  std::uint64_t stride_ = 0;
+  std::uint64_t mapped_ = 0;
+  CUdeviceptr reservation_ = 0;
+  std::vector<mapping> mappings_;
+};
+
+}  // namespace shoal::detail
