@@ -35,24 +35,28 @@ using steady = std::chrono::steady_clock;
 // flush and exit, short enough that the whole job is gone within 5 s.
 constexpr auto kStopGrace = std::chrono::seconds(2);
 constexpr int kListenBacklog = 1024;
-constexpr int kSecretBytes = 16;         // printed as 32 lowercase hex digits
-constexpr int kExitExecFailed = 127;     // a child whose execve failed, as a shell reports it
+constexpr int kSecretBytes = 16;      // printed as 32 lowercase hex digits
+constexpr int kExitExecFailed = 127;  // a child whose execve failed, as a shell reports it
 constexpr std::size_t kReadChunk = 64 * 1024;
 
 // Variables shoalrun sets in every child. Inherited values of them are dropped first, so a shoalrun
 // started from inside a rank never leaks that rank's identity or listen fd to its own children.
-constexpr std::array<std::string_view, 10> kOwnedVariables = {
-    "SHOAL_RANK",         "SHOAL_WORLD_SIZE",        "SHOAL_LOCAL_RANK",          "SHOAL_LOCAL_SIZE",
-    "SHOAL_BOOTSTRAP_ADDR", "SHOAL_BOOTSTRAP_SECRET", "SHOAL_BOOTSTRAP_LISTEN_FD", "NCCL_NVLS_ENABLE",
-    "NVSHMEM_DISABLE_NVLS", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
+constexpr std::array<std::string_view, 10> kOwnedVariables = {"SHOAL_RANK",
+                                                              "SHOAL_WORLD_SIZE",
+                                                              "SHOAL_LOCAL_RANK",
+                                                              "SHOAL_LOCAL_SIZE",
+                                                              "SHOAL_BOOTSTRAP_ADDR",
+                                                              "SHOAL_BOOTSTRAP_SECRET",
+                                                              "SHOAL_BOOTSTRAP_LISTEN_FD",
+                                                              "NCCL_NVLS_ENABLE",
+                                                              "NVSHMEM_DISABLE_NVLS",
+                                                              "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
 
 // NVLink multicast must never be used on the shared machines (see DESIGN.md, Safety): forced on.
-constexpr std::array<std::string_view, 3> kMulticastOff = {
-    "NCCL_NVLS_ENABLE=0", "NVSHMEM_DISABLE_NVLS=1", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1"};
+constexpr std::array<std::string_view, 3> kMulticastOff = {"NCCL_NVLS_ENABLE=0", "NVSHMEM_DISABLE_NVLS=1",
+                                                           "TORCH_SYMM_MEM_DISABLE_MULTICAST=1"};
 
-[[noreturn]] void throw_errno(std::string_view call) {
-  throw shoal::error(errc::system, call, std::strerror(errno));
-}
+[[noreturn]] void throw_errno(std::string_view call) { throw shoal::error(errc::system, call, std::strerror(errno)); }
 
 void note(std::string_view line) { write_all(STDERR_FILENO, fmt::format("shoalrun: {}\n", line)); }
 
@@ -151,12 +155,13 @@ std::string describe_status(int status) {
   return fmt::format("ended with wait status {:#x}", status);
 }
 
-// "0-3, 5, 7-8": compact for large jobs.
+// "0-3, 5, 6, 8-11": compact for large jobs.
 std::string format_ranks(const std::vector<int>& ranks) {
   std::string out;
   for (std::size_t i = 0; i < ranks.size();) {
     std::size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (j < i + 2) j = i;  // runs of fewer than three stay a list
     if (!out.empty()) out += ", ";
     out += (j == i) ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
     i = j + 1;
@@ -264,8 +269,7 @@ exec_image job::make_image(int rank, const std::vector<std::string>& base_env, i
   return image;
 }
 
-void job::exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_fd, int listen_fd,
-                     pid_t parent) const {
+void job::exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_fd, int listen_fd, pid_t parent) const {
   // Own process group: a terminal's Ctrl-C reaches shoalrun only, which forwards it, and a stop signal
   // sent to the group also reaches whatever the rank started itself.
   ::setpgid(0, 0);
@@ -371,7 +375,7 @@ void job::begin_stop(stop_reason reason, int signo) {
   reason_ = reason;
   std::vector<int> still = running_ranks();
   if (!still.empty()) {
-    if (reason != stop_reason::signalled)
+    if (reason == stop_reason::rank_failed)
       note(fmt::format("stopping rank{} {}", still.size() == 1 ? "" : "s", format_ranks(still)));
     signal_running(signo);
   }
@@ -464,8 +468,8 @@ void job::poll_once() {
 int job::run() {
   block_signals();
   if (options_.timeout_seconds)
-    deadline_ = steady::now() + std::chrono::duration_cast<steady::duration>(
-                                    std::chrono::duration<double>(*options_.timeout_seconds));
+    deadline_ = steady::now() +
+                std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(*options_.timeout_seconds));
   try {
     spawn_all();
   } catch (const shoal::error& e) {

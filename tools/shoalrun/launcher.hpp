@@ -25,7 +25,7 @@ class usage_error : public std::runtime_error {
 
 struct job_options {
   int num_procs = 1;
-  std::vector<std::string> command;      // program (as given) and its arguments
+  std::vector<std::string> command;       // program (as given) and its arguments
   std::optional<double> timeout_seconds;  // bound on the whole run; empty: no bound
   bool verbose = false;
 };

@@ -1,6 +1,6 @@
 // shoalrun: starts the N processes (PEs) of one shoal job on this host. See --help for the contract.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <string>
 #include <string_view>
@@ -16,7 +16,8 @@ using namespace shoal::launcher;
 
 constexpr double kMaxTimeoutSeconds = 1e8;  // keeps the deadline arithmetic far from overflow
 
-constexpr std::string_view kFooter = R"(Each process gets SHOAL_RANK, SHOAL_WORLD_SIZE, SHOAL_LOCAL_RANK, SHOAL_LOCAL_SIZE,
+constexpr std::string_view kFooter =
+    R"(Each process gets SHOAL_RANK, SHOAL_WORLD_SIZE, SHOAL_LOCAL_RANK, SHOAL_LOCAL_SIZE,
 SHOAL_BOOTSTRAP_ADDR (127.0.0.1:port, already listening) and SHOAL_BOOTSTRAP_SECRET (fresh per job);
 rank 0 also gets SHOAL_BOOTSTRAP_LISTEN_FD, the listening socket itself. NCCL_NVLS_ENABLE=0,
 NVSHMEM_DISABLE_NVLS=1 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are always set. Every line a process

@@ -1,0 +1,425 @@
+// Launcher suite: runs the real shoalrun binary on launcher_probe and checks exit status and output.
+// No GPU. The only time bound checked is the contract's "all stopped within 5 s" after a failure.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using steady = std::chrono::steady_clock;
+
+const std::string kShoalrun = SHOAL_TEST_SHOALRUN;
+const std::string kProbe = SHOAL_TEST_PROBE;
+constexpr auto kHardLimit = std::chrono::seconds(20);  // a hung shoalrun fails the test, never the suite
+constexpr double kStopBoundSeconds = 5.0;
+
+struct run_result {
+  int exit_code = -1;  // -1 when shoalrun itself was killed by a signal
+  int term_signal = 0;
+  bool hung = false;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+// Called whenever new output arrived, with shoalrun's pid and all output so far.
+using output_hook = std::function<void(pid_t, const std::string& out, const std::string& err)>;
+
+// Runs shoalrun with `args` and `extra_env` ("NAME=value", overriding the inherited environment) until
+// it exits and both of its output streams are closed.
+run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {},
+                        const output_hook& hook = {}) {
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    std::string name = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const std::string& extra : extra_env) overridden |= extra.substr(0, extra.find('=')) == name;
+    if (!overridden) env_storage.push_back(entry);
+  }
+  env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_storage = {kShoalrun};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  EXPECT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
+  EXPECT_EQ(::pipe2(err_pipe, O_CLOEXEC), 0);
+  auto start = steady::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+
+  run_result result;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_streams = 2;
+  while (open_streams > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(start + kHardLimit - steady::now()).count();
+    if (left <= 0) {
+      result.hung = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    if (::poll(fds, 2, static_cast<int>(left)) < 0 && errno != EINTR) break;
+    bool grew = false;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[65536];
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+        grew = true;
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_streams;
+      }
+    }
+    if (grew && hook) hook(pid, result.out, result.err);
+  }
+  for (pollfd& p : fds)
+    if (p.fd >= 0) ::close(p.fd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.seconds = std::chrono::duration<double>(steady::now() - start).count();
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  return result;
+}
+
+std::string rank_prefix(int rank) { return fmt::format("[{}] ", rank); }
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// "[r] KEY=VALUE" lines of `probe env`, per rank.
+std::map<int, std::map<std::string, std::string>> parse_env(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> env;
+  static const std::regex kLine(R"(\[(\d+)\] ([A-Z_]+)=(.*))");
+  for (const std::string& line : split_lines(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) env[std::stoi(m[1])][m[2]] = m[3];
+  }
+  return env;
+}
+
+// pids printed by `probe sleep` ("[r] pid=N").
+std::vector<pid_t> probe_pids(const std::string& out) {
+  std::vector<pid_t> pids;
+  static const std::regex kLine(R"(\[\d+\] pid=(\d+))");
+  for (const std::string& line : split_lines(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) pids.push_back(static_cast<pid_t>(std::stol(m[1])));
+  }
+  return pids;
+}
+
+// shoalrun reaps its children, so once it has exited a rank it stopped no longer exists at all.
+void expect_all_gone(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) EXPECT_TRUE(::kill(pid, 0) != 0 && errno == ESRCH) << "rank process " << pid << " survived";
+}
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string pattern = (fs::temp_directory_path() / "shoal_launcher_XXXXXX").string();
+    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+    path_ = pattern;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), {})); }
+
+ private:
+  fs::path path_;
+};
+
+std::string describe(const run_result& r) {
+  return "exit " + std::to_string(r.exit_code) + ", signal " + std::to_string(r.term_signal) +
+         (r.hung ? ", HUNG" : "") + "\n--- stdout\n" + r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
+}
+
+// --- environment -------------------------------------------------------------------------------
+
+class rank_env : public ::testing::TestWithParam<int> {};
+
+TEST_P(rank_env, every_rank_gets_its_identity_and_the_job_rendezvous) {
+  const int n = GetParam();
+  run_result r = run_shoalrun({"-n", std::to_string(n), "--", kProbe, "env"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto env = parse_env(r.out);
+  ASSERT_EQ(env.size(), static_cast<std::size_t>(n)) << describe(r);
+  const std::string addr = env[0]["SHOAL_BOOTSTRAP_ADDR"];
+  const std::string secret = env[0]["SHOAL_BOOTSTRAP_SECRET"];
+  EXPECT_TRUE(std::regex_match(addr, std::regex(R"(127\.0\.0\.1:[1-9]\d*)"))) << addr;
+  EXPECT_TRUE(std::regex_match(secret, std::regex("[0-9a-f]{32}"))) << secret;
+  for (int rank = 0; rank < n; ++rank) {
+    auto& vars = env[rank];
+    EXPECT_EQ(vars["SHOAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(vars["SHOAL_WORLD_SIZE"], std::to_string(n));
+    EXPECT_EQ(vars["SHOAL_LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(vars["SHOAL_LOCAL_SIZE"], std::to_string(n));
+    EXPECT_EQ(vars["SHOAL_BOOTSTRAP_ADDR"], addr);
+    EXPECT_EQ(vars["SHOAL_BOOTSTRAP_SECRET"], secret);
+    EXPECT_EQ(vars.count("SHOAL_BOOTSTRAP_LISTEN_FD"), rank == 0 ? 1u : 0u) << "rank " << rank;
+    EXPECT_EQ(vars["NCCL_NVLS_ENABLE"], "0");
+    EXPECT_EQ(vars["NVSHMEM_DISABLE_NVLS"], "1");
+    EXPECT_EQ(vars["TORCH_SYMM_MEM_DISABLE_MULTICAST"], "1");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(pe_counts, rank_env, ::testing::Values(1, 2, 4, 8));
+
+TEST(env, inherited_otherwise_but_launcher_variables_are_forced) {
+  run_result r = run_shoalrun({"-n", "2", "--", kProbe, "env"},
+                              {"SHOAL_TEST_MARKER=kept", "SHOAL_RANK=77", "SHOAL_BOOTSTRAP_LISTEN_FD=987654",
+                               "NCCL_NVLS_ENABLE=1", "NVSHMEM_DISABLE_NVLS=0"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto env = parse_env(r.out);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(env[rank]["SHOAL_TEST_MARKER"], "kept");
+    EXPECT_EQ(env[rank]["SHOAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(env[rank]["NCCL_NVLS_ENABLE"], "0");
+    EXPECT_EQ(env[rank]["NVSHMEM_DISABLE_NVLS"], "1");
+  }
+  EXPECT_NE(env[0]["SHOAL_BOOTSTRAP_LISTEN_FD"], "987654");
+  EXPECT_EQ(env[1].count("SHOAL_BOOTSTRAP_LISTEN_FD"), 0u);
+}
+
+TEST(env, secret_is_fresh_per_job) {
+  run_result a = run_shoalrun({"-n", "1", "--", kProbe, "env"});
+  run_result b = run_shoalrun({"-n", "1", "--", kProbe, "env"});
+  ASSERT_EQ(a.exit_code, 0) << describe(a);
+  ASSERT_EQ(b.exit_code, 0) << describe(b);
+  std::string sa = parse_env(a.out)[0]["SHOAL_BOOTSTRAP_SECRET"];
+  std::string sb = parse_env(b.out)[0]["SHOAL_BOOTSTRAP_SECRET"];
+  EXPECT_TRUE(std::regex_match(sa, std::regex("[0-9a-f]{32}"))) << sa;
+  EXPECT_TRUE(std::regex_match(sb, std::regex("[0-9a-f]{32}"))) << sb;
+  EXPECT_NE(sa, sb);
+}
+
+TEST(env, program_is_found_through_path) {
+  const std::string dir = fs::path(kProbe).parent_path().string();
+  const char* path = std::getenv("PATH");
+  run_result r = run_shoalrun({"-n", "2", fs::path(kProbe).filename().string(), "env"},
+                              {"PATH=" + dir + ":" + (path != nullptr ? path : "/usr/bin:/bin")});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(parse_env(r.out).size(), 2u) << describe(r);
+}
+
+TEST(sockets, only_rank0_holds_the_listening_socket_and_the_others_can_connect) {
+  run_result r = run_shoalrun({"-n", "4", "--timeout", "15", "--", kProbe, "sockets"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("[0] accepted 3\n"), std::string::npos) << describe(r);
+}
+
+// --- output ----------------------------------------------------------------------------------------
+
+TEST(output, lines_are_prefixed_with_the_rank_per_stream) {
+  run_result r = run_shoalrun({"-n", "2", "--", kProbe, "lines"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string p = rank_prefix(rank);
+    std::vector<std::string> mine;
+    for (const std::string& line : split_lines(r.out))
+      if (line.starts_with(p)) mine.push_back(line);
+    EXPECT_EQ(mine, (std::vector<std::string>{p + "out-a", p + "out-b", p + "out-tail"})) << describe(r);
+    EXPECT_NE(r.err.find(p + "err-a\n"), std::string::npos) << describe(r);
+    EXPECT_NE(r.err.find(p + "err-tail\n"), std::string::npos) << describe(r);
+  }
+  EXPECT_EQ(split_lines(r.out).size(), 6u) << describe(r);
+  EXPECT_EQ(r.out.find("err-"), std::string::npos) << describe(r);
+}
+
+TEST(output, long_lines_of_different_ranks_never_interleave) {
+  constexpr int kRanks = 4, kLines = 150, kLength = 6000;  // longer than PIPE_BUF, written in two pieces
+  run_result r = run_shoalrun(
+      {"-n", std::to_string(kRanks), "--", kProbe, "flood", std::to_string(kLines), std::to_string(kLength)});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  std::map<int, int> count;
+  for (const std::string& line : split_lines(r.out)) {
+    ASSERT_GE(line.size(), 4u);
+    int rank = line[1] - '0';
+    ASSERT_TRUE(rank >= 0 && rank < kRanks && line.starts_with(rank_prefix(rank))) << line.substr(0, 80);
+    ASSERT_EQ(line.substr(4), std::string(kLength, static_cast<char>('a' + rank))) << "mixed line from rank " << rank;
+    ++count[rank];
+  }
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(count[rank], kLines) << "rank " << rank;
+}
+
+// --- usage errors ------------------------------------------------------------------------------
+
+struct usage_case {
+  std::string name;
+  std::vector<std::string> args;  // "PROBE" stands for the probe, "DIR" for a fresh directory
+  std::string message;            // expected in stderr
+};
+
+class usage : public ::testing::TestWithParam<usage_case> {};
+
+TEST_P(usage, is_rejected_with_exit_2_before_anything_starts) {
+  temp_dir dir;
+  std::vector<std::string> args;
+  for (const std::string& a : GetParam().args) args.push_back(a == "PROBE" ? kProbe : a == "DIR" ? dir.str() : a);
+  run_result r = run_shoalrun(args);
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(dir.entries(), 0u) << "a rank was started";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    cases, usage,
+    ::testing::Values(
+        usage_case{"n_zero", {"-n", "0", "--", "PROBE", "touch", "DIR"}, "not in range"},
+        usage_case{"n_negative", {"-n", "-3", "--", "PROBE", "touch", "DIR"}, "not in range"},
+        usage_case{"n_garbage", {"-n", "two", "--", "PROBE", "touch", "DIR"}, "--np"},
+        usage_case{"n_missing", {"--", "PROBE", "touch", "DIR"}, "required"},
+        usage_case{"no_program", {"-n", "2"}, "no program given"},
+        usage_case{"no_program_after_separator", {"-n", "2", "--"}, "no program given"},
+        usage_case{"program_not_in_path", {"-n", "2", "shoal_no_such_program_anywhere"}, "not found"},
+        usage_case{"program_path_missing", {"-n", "2", "--", "/nonexistent/shoal_probe"}, "not an executable file"},
+        usage_case{"program_is_a_directory", {"-n", "2", "--", "DIR"}, "not an executable file"},
+        usage_case{"timeout_garbage", {"-n", "2", "--timeout", "soon", "--", "PROBE", "touch", "DIR"}, "--timeout"},
+        usage_case{"timeout_negative", {"-n", "2", "--timeout", "-1", "--", "PROBE", "touch", "DIR"}, "--timeout"},
+        usage_case{"unknown_option", {"-n", "2", "--frobnicate", "--", "PROBE", "touch", "DIR"}, "unknown option"}),
+    [](const ::testing::TestParamInfo<usage_case>& info) { return info.param.name; });
+
+TEST(usage_help, documents_the_exit_codes) {
+  run_result r = run_shoalrun({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("124"), std::string::npos);
+  EXPECT_NE(r.out.find("128+N"), std::string::npos);
+}
+
+TEST(usage_help, non_executable_file_is_a_usage_error) {
+  temp_dir dir;
+  const std::string file = dir.str() + "/not_executable";
+  { std::ofstream(file) << "#!/bin/sh\nexit 0\n"; }
+  ::chmod(file.c_str(), 0644);
+  run_result r = run_shoalrun({"-n", "1", "--", file});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_NE(r.err.find("not_executable"), std::string::npos) << describe(r);
+}
+
+// --- failures, timeout, signals ----------------------------------------------------------------
+
+TEST(failure, nonzero_exit_stops_the_others_and_is_named) {
+  // The others ignore SIGTERM, so only the SIGKILL after the grace period stops them.
+  temp_dir dir;
+  run_result r = run_shoalrun({"-n", "4", "--", kProbe, "fail", "2", "exit:3", dir.str(), "ignore-term"});
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  EXPECT_NE(r.err.find("shoalrun: rank 2 exited with status 3"), std::string::npos) << describe(r);
+  EXPECT_LT(r.seconds, kStopBoundSeconds) << describe(r);
+  EXPECT_EQ(probe_pids(r.out).size(), 3u) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
+
+TEST(failure, killed_rank_is_named_with_its_signal) {
+  temp_dir dir;
+  run_result r = run_shoalrun({"-n", "3", "--", kProbe, "fail", "1", "signal:9", dir.str()});
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << describe(r);
+  EXPECT_NE(r.err.find("shoalrun: rank 1 was killed by signal 9 (Killed)"), std::string::npos) << describe(r);
+  EXPECT_LT(r.seconds, kStopBoundSeconds) << describe(r);
+  EXPECT_EQ(probe_pids(r.out).size(), 2u) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
+
+TEST(failure, all_ranks_exiting_zero_is_success_even_with_a_timeout) {
+  run_result r = run_shoalrun({"-n", "2", "--timeout", "30", "--", kProbe, "env"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.err, "") << describe(r);
+}
+
+TEST(timeout, expiry_stops_all_names_the_running_ranks_and_exits_124) {
+  // Rank 1 finishes (status 0) once the others are up; ranks 0 and 2 sleep until the timeout.
+  temp_dir dir;
+  run_result r = run_shoalrun({"-n", "3", "--timeout", "1.5", "--", kProbe, "fail", "1", "exit:0", dir.str()});
+  EXPECT_EQ(r.exit_code, 124) << describe(r);
+  EXPECT_NE(r.err.find("ranks still running: 0, 2"), std::string::npos) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
+
+TEST(timeout, accepts_a_duration_with_unit) {
+  temp_dir dir;
+  run_result r = run_shoalrun({"-n", "2", "--timeout", "300ms", "--", kProbe, "sleep", dir.str(), "ignore-term"});
+  EXPECT_EQ(r.exit_code, 124) << describe(r);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
+
+class forwarded_signal : public ::testing::TestWithParam<int> {};
+
+TEST_P(forwarded_signal, reaches_every_rank_and_shoalrun_ends) {
+  const int signo = GetParam();
+  constexpr int kRanks = 3;
+  temp_dir dir;
+  bool sent = false;
+  auto send_when_ready = [&](pid_t shoalrun, const std::string& out, const std::string&) {
+    std::size_t ready = 0;
+    for (std::size_t at = out.find("] ready\n"); at != std::string::npos; at = out.find("] ready\n", at + 1)) ++ready;
+    if (!sent && ready == kRanks) {
+      ::kill(shoalrun, signo);
+      sent = true;
+    }
+  };
+  // With report-term the ranks exit 0 on SIGTERM after saying so; SIGINT kills them (default action).
+  run_result r = run_shoalrun({"-n", std::to_string(kRanks), "--", kProbe, "sleep", dir.str(), "report-term"}, {},
+                              send_when_ready);
+  ASSERT_TRUE(sent) << describe(r);
+  EXPECT_EQ(r.exit_code, 128 + signo) << describe(r);
+  EXPECT_NE(r.err.find(fmt::format("received signal {}", signo)), std::string::npos) << describe(r);
+  if (signo == SIGTERM) {
+    for (int rank = 0; rank < kRanks; ++rank)
+      EXPECT_NE(r.out.find(rank_prefix(rank) + "got SIGTERM\n"), std::string::npos) << describe(r);
+  }
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
+
+INSTANTIATE_TEST_SUITE_P(signals, forwarded_signal, ::testing::Values(SIGTERM, SIGINT),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGTERM ? "sigterm" : "sigint");
+                         });
+
+}  // namespace
