@@ -208,7 +208,8 @@ TEST_P(rank_env, every_rank_gets_its_identity_and_the_job_rendezvous) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(pe_counts, rank_env, ::testing::Values(1, 2, 4, 8));
+INSTANTIATE_TEST_SUITE_P(pe_counts, rank_env, ::testing::Values(1, 2, 4, 8),
+                         [](const ::testing::TestParamInfo<int>& info) { return fmt::format("n{}", info.param); });
 
 TEST(env, inherited_otherwise_but_launcher_variables_are_forced) {
   run_result r = run_shoalrun({"-n", "2", "--", kProbe, "env"},
