@@ -216,7 +216,6 @@ class job {
   void signal_running(int signo);
   std::vector<int> running_ranks() const;
   bool any_running() const;
-  int exit_code() const;
 
   const job_options& options_;
   std::string program_path_;
@@ -282,8 +281,12 @@ void job::exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_
   if (listen_fd >= 0 && ::fcntl(listen_fd, F_SETFD, 0) != 0) ::_exit(kExitExecFailed);
   ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
   ::execve(program_path_.c_str(), image.argv.data(), image.envp.data());
-  static constexpr std::string_view kMessage = "shoalrun: execve failed for the program\n";
-  [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, kMessage.data(), kMessage.size());
+  // Only async-signal-safe calls here: the errno goes out as digits written by hand.
+  int err = errno;
+  char message[] = "shoalrun: execve of the program failed with errno 000\n";
+  char* digits = message + sizeof message - 5;
+  for (int i = 2; i >= 0; --i, err /= 10) digits[i] = static_cast<char>('0' + err % 10);
+  [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, message, sizeof message - 1);
   ::_exit(kExitExecFailed);
 }
 
