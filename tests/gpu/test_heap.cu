@@ -1,0 +1,93 @@
+// The symmetric heap on the GPU: growth during a run (with RMA into the new memory through a handle
+// taken before the growth), usage queries, and bad input on every host path.
+#include "gpu_env.hpp"
+#include "shoal/device.cuh"
+
+namespace shoal::gpu_test {
+namespace {
+
+__global__ void fill_remote(device_handle h, std::uint32_t* dst, std::size_t count, int pe, std::uint32_t salt) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    p(h, dst + i, std::uint32_t(i * 2654435761u) ^ salt, pe);
+}
+
+TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  device_handle before = w.device_handle();
+  heap_stats start = w.heap_usage();
+  // More than is mapped now: the heap must grow (tests run with a small SHOAL_HEAP_SIZE).
+  std::size_t count = (start.mapped + (64u << 20)) / sizeof(std::uint32_t);
+  auto* big = w.malloc_array<std::uint32_t>(count);
+  ASSERT_NE(big, nullptr);
+  heap_stats grown = w.heap_usage();
+  EXPECT_GT(grown.mapped, start.mapped);
+  EXPECT_GE(grown.used, start.used + count * sizeof(std::uint32_t));
+  EXPECT_EQ(w.device_handle().heap_base, before.heap_base);
+  fill_remote<<<132, 256>>>(before, big, count, next_pe(w), 0x5EED0000u + w.pe());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  barrier_all(w);
+  std::vector<std::uint32_t> got(count);
+  ASSERT_EQ(cudaMemcpy(got.data(), big, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad += got[i] != (std::uint32_t(i * 2654435761u) ^ (0x5EED0000u + prev_pe(w)));
+  EXPECT_EQ(bad, 0u);
+  barrier_all(w);
+  w.free(big);
+  EXPECT_EQ(w.heap_usage().used, start.used);
+}
+
+template <typename Call>
+void expect_error(errc category, const char* needle, Call call) {
+  try {
+    call();
+    ADD_FAILURE() << "no shoal::error thrown (expected one mentioning '" << needle << "')";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), category) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  auto* obj = static_cast<std::uint8_t*>(w.malloc(4096));
+  std::uint8_t host[64] = {};
+  heap_stats before = w.heap_usage();
+  expect_error(errc::invalid_argument, "out of range", [&] { put(w, obj, host, 16, w.n_pes()); });
+  expect_error(errc::invalid_argument, "out of range", [&] { get(w, host, obj, 16, -1); });
+  expect_error(errc::invalid_argument, "not inside", [&] { put(w, host, host, 16, 0); });
+  expect_error(errc::invalid_argument, "not inside", [&] { put(w, obj, host, before.mapped, 0); });
+  expect_error(errc::invalid_argument, "not inside", [&] { w.ptr(host, 0); });
+  expect_error(errc::invalid_argument, "power of two", [&] { w.align(48, 100); });
+  // Mismatched sizes: every PE gets the error, nothing is allocated.
+  if (w.n_pes() > 1) {
+    expect_error(errc::invalid_argument, "disagree", [&] { w.malloc(1024 * (1 + w.pe())); });
+    EXPECT_EQ(w.heap_usage().used, before.used);
+  }
+  // More than the heap may ever hold.
+  expect_error(errc::out_of_memory, "SHOAL_HEAP_MAX_SIZE", [&] { w.malloc(before.max_size + 1); });
+  EXPECT_EQ(w.heap_usage().used, before.used);
+  // Double free and foreign pointers.
+  w.free(obj);
+  expect_error(errc::invalid_argument, "not the start of a live allocation", [&] { w.free(obj); });
+  expect_error(errc::invalid_argument, "not inside", [&] { w.free(host); });
+  // The heap still works after all of that.
+  void* again = w.malloc(4096);
+  EXPECT_EQ(again, static_cast<void*>(obj));  // deterministic first fit reuses the freed block
+  w.free(again);
+}
+
+TEST(Heap, DeviceHandleDescribesTheNode) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  device_handle h = w.device_handle();
+  EXPECT_EQ(h.pe, w.pe());
+  EXPECT_EQ(h.n_pes, w.n_pes());
+  EXPECT_EQ(h.local_size, w.bootstrap().local_size());
+  EXPECT_GE(h.slot_stride, std::int64_t(h.heap_capacity));
+  EXPECT_NE(h.sync, nullptr);
+}
+
+}  // namespace
+}  // namespace shoal::gpu_test

@@ -1,0 +1,193 @@
+// put / get (blocking and _nbi) at every scope, for sizes from 0 to over a MiB and for source and
+// destination offsets that defeat 16-byte vector accesses, checked byte for byte against a host
+// reference, including guard bytes around the target region. Also p / g on several types.
+#include <cstring>
+
+#include "gpu_env.hpp"
+#include "shoal/device.cuh"
+
+namespace shoal::gpu_test {
+namespace {
+
+enum class rma_op { put, put_nbi, get, get_nbi };
+const char* name(rma_op op) {
+  switch (op) {
+    case rma_op::put: return "put";
+    case rma_op::put_nbi: return "put_nbi";
+    case rma_op::get: return "get";
+    case rma_op::get_nbi: return "get_nbi";
+  }
+  return "?";
+}
+
+// put: symmetric `remote_side` on `pe` <- local `local_side`. get: local `local_side` <- `remote_side` on pe.
+template <typename Scope>
+__global__ void rma_kernel(device_handle h, rma_op op, std::byte* remote_side, std::byte* local_side, std::size_t n,
+                           int pe) {
+  Scope scope;
+  switch (op) {
+    case rma_op::put: put_bytes(scope, h, remote_side, local_side, n, pe); break;
+    case rma_op::put_nbi:
+      put_bytes_nbi(scope, h, remote_side, local_side, n, pe);
+      quiet(scope, h);
+      break;
+    case rma_op::get: get_bytes(scope, h, local_side, remote_side, n, pe); break;
+    case rma_op::get_nbi:
+      get_bytes_nbi(scope, h, local_side, remote_side, n, pe);
+      quiet(scope, h);
+      break;
+  }
+}
+
+struct launch_shape {
+  unsigned blocks, threads;
+};
+
+template <typename Scope>
+void run_matrix(launch_shape shape, std::size_t max_bytes) {
+  shoal::world& w = *the_world();
+  const std::size_t kGuard = 64;
+  const std::size_t sizes[] = {0, 1, 7, 16, 4096 + 3, 65536 + 9, (1u << 20) + 5};
+  const std::pair<std::size_t, std::size_t> offsets[] = {{0, 0}, {1, 1}, {3, 5}, {8, 0}, {16, 4}};
+  const std::size_t capacity = (1u << 20) + 5 + 2 * kGuard + 32;
+
+  auto* sym = static_cast<std::byte*>(w.malloc(capacity));
+  std::byte* local = nullptr;
+  ASSERT_EQ(cudaMalloc(&local, capacity), cudaSuccess);
+  int target = next_pe(w), source = prev_pe(w);
+  std::uint64_t case_id = 0;
+
+  for (rma_op op : {rma_op::put, rma_op::put_nbi, rma_op::get, rma_op::get_nbi}) {
+    for (std::size_t n : sizes) {
+      if (n > max_bytes) continue;
+      for (auto [src_off, dst_off] : offsets) {
+        ++case_id;
+        SCOPED_TRACE(std::string(name(op)) + " n=" + std::to_string(n) + " src_off=" + std::to_string(src_off) +
+                     " dst_off=" + std::to_string(dst_off));
+        bool is_put = op == rma_op::put || op == rma_op::put_nbi;
+        // Every PE fills both buffers with patterns the others can recompute from (case, pe).
+        auto sym_bytes = [&](int pe) { return random_bytes(case_id * 1000 + 2 * pe, capacity); };
+        auto local_bytes = [&](int pe) { return random_bytes(case_id * 1000 + 2 * pe + 1, capacity); };
+        upload(sym, sym_bytes(w.pe()));
+        upload(local, local_bytes(w.pe()));
+        barrier_all(w);
+
+        // put: my local[src_off..] -> target's sym[kGuard+dst_off..]. get: target's sym[src_off..] -> my local[kGuard+dst_off..].
+        std::byte* remote_side = is_put ? sym + kGuard + dst_off : sym + src_off;
+        std::byte* local_side = is_put ? local + src_off : local + kGuard + dst_off;
+        rma_kernel<Scope><<<shape.blocks, shape.threads>>>(w.device_handle(), op, remote_side, local_side, n, target);
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        barrier_all(w);
+
+        std::vector<std::uint8_t> expected, actual;
+        if (is_put) {  // my sym was written by `source`
+          expected = sym_bytes(w.pe());
+          auto sent = local_bytes(source);
+          std::memcpy(expected.data() + kGuard + dst_off, sent.data() + src_off, n);
+          actual = download(sym, capacity);
+        } else {  // my local was filled from `target`'s sym
+          expected = local_bytes(w.pe());
+          auto read = sym_bytes(target);
+          std::memcpy(expected.data() + kGuard + dst_off, read.data() + src_off, n);
+          actual = download(local, capacity);
+        }
+        EXPECT_EQ(first_mismatch(actual, expected), -1);
+        barrier_all(w);  // nobody refills before everyone checked
+      }
+    }
+  }
+  cudaFree(local);
+  w.free(sym);
+}
+
+TEST(Rma, ThreadScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_matrix<thread_scope>({1, 1}, 65536 + 9);
+}
+TEST(Rma, WarpScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_matrix<warp_scope>({1, 32}, 1u << 21);
+}
+TEST(Rma, BlockScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_matrix<block_scope>({1, 256}, 1u << 21);
+}
+TEST(Rma, GridScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_matrix<grid_scope>({4, 128}, 1u << 21);
+}
+
+// p / g on several element types: thread t of the kernel handles element t.
+template <typename T>
+__global__ void p_g_kernel(device_handle h, T* sym, T* got, int count, int pe, std::uint64_t salt) {
+  int t = threadIdx.x;
+  if (t >= count) return;
+  p(h, sym + t, static_cast<T>(salt * 31 + t * 7 + h.pe), pe);
+  quiet(h);
+  got[t] = g(h, sym + count + t, pe);
+}
+
+template <typename T>
+void check_p_g() {
+  shoal::world& w = *the_world();
+  const int kCount = 64;
+  const std::uint64_t salt = 5 + sizeof(T);
+  T* sym = w.malloc_array<T>(2 * kCount);
+  T* got = nullptr;
+  ASSERT_EQ(cudaMalloc(&got, kCount * sizeof(T)), cudaSuccess);
+  // Second half: values others read with g.
+  std::vector<T> mine(2 * kCount);
+  for (int i = 0; i < kCount; ++i) mine[kCount + i] = static_cast<T>(i * 3 + w.pe() * 11 + 1);
+  ASSERT_EQ(cudaMemcpy(sym, mine.data(), mine.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  barrier_all(w);
+  p_g_kernel<<<1, kCount>>>(w.device_handle(), sym, got, kCount, next_pe(w), salt);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  barrier_all(w);
+  std::vector<T> written(kCount), read(kCount);
+  ASSERT_EQ(cudaMemcpy(written.data(), sym, kCount * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(read.data(), got, kCount * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int t = 0; t < kCount; ++t) {
+    EXPECT_EQ(written[t], static_cast<T>(salt * 31 + t * 7 + prev_pe(w))) << "element " << t;
+    EXPECT_EQ(read[t], static_cast<T>(t * 3 + next_pe(w) * 11 + 1)) << "element " << t;
+  }
+  barrier_all(w);
+  cudaFree(got);
+  w.free(sym);
+}
+
+TEST(Rma, ScalarPG) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_p_g<std::int8_t>();
+  check_p_g<std::uint16_t>();
+  check_p_g<int>();
+  check_p_g<std::uint64_t>();
+  check_p_g<float>();
+  check_p_g<double>();
+}
+
+// ptr() gives a usable address for reachable PEs and the same object.
+__global__ void ptr_kernel(device_handle h, int* sym, int pe, int* out) { *out = *ptr(h, sym, pe); }
+
+TEST(Rma, PtrReachesPeerObject) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  int* sym = w.malloc_array<int>(1);
+  int mine = 1000 + w.pe();
+  ASSERT_EQ(cudaMemcpy(sym, &mine, sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  barrier_all(w);
+  int* out = nullptr;
+  ASSERT_EQ(cudaMalloc(&out, sizeof(int)), cudaSuccess);
+  ptr_kernel<<<1, 1>>>(w.device_handle(), sym, next_pe(w), out);
+  int seen = 0;
+  ASSERT_EQ(cudaMemcpy(&seen, out, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(seen, 1000 + next_pe(w));
+  EXPECT_EQ(w.ptr(sym, w.pe()), sym);
+  EXPECT_NE(w.ptr(sym, next_pe(w)), nullptr);
+  barrier_all(w);
+  cudaFree(out);
+  w.free(sym);
+}
+
+}  // namespace
+}  // namespace shoal::gpu_test
