@@ -18,7 +18,7 @@ namespace {
 // nvmlReturn_t as int, 0 = success).
 using nvml_return = int;
 using nvml_device = struct nvml_device_opaque*;
-struct nvml_pci_info {          // nvmlPciInfo_t as the *_v2 and later entry points fill it
+struct nvml_pci_info {  // nvmlPciInfo_t as the *_v2 and later entry points fill it
   char bus_id_legacy[16];
   unsigned int domain;
   unsigned int bus;
@@ -28,7 +28,7 @@ struct nvml_pci_info {          // nvmlPciInfo_t as the *_v2 and later entry poi
   char bus_id[32];
 };
 constexpr nvml_return kNvmlSuccess = 0;
-constexpr int kNvmlDeviceTypeSwitch = 2;  // nvmlIntNvLinkDeviceType_t (0 is a GPU)
+constexpr int kNvmlDeviceTypeSwitch = 2;    // nvmlIntNvLinkDeviceType_t (0 is a GPU)
 constexpr unsigned kMaxNvlinksPerGpu = 32;  // above any GPU's link count so far; NVML rejects ids past the last
 
 using nvml_init_fn = nvml_return (*)();
@@ -130,8 +130,10 @@ void count_nvlinks(const std::vector<gpu_info>& gpus, const std::vector<pci_addr
         auto it = std::find(addresses.begin(), addresses.end(), pci_address{pci.domain, pci.bus, pci.device});
         if (it != addresses.end()) peer = static_cast<int>(it - addresses.begin());
       }
-      if (peer >= 0) ++direct[i * n + peer];
-      else if (remote_type == kNvmlDeviceTypeSwitch || remote_type == -1) ++switch_links[i];
+      if (peer >= 0)
+        ++direct[i * n + peer];
+      else if (remote_type == kNvmlDeviceTypeSwitch || remote_type == -1)
+        ++switch_links[i];
       // else: a GPU this process does not see (CUDA_VISIBLE_DEVICES) or another kind of endpoint.
     }
   }
@@ -247,19 +249,26 @@ topology discover_topology() {
 
 std::string link_label(const gpu_link& link) {
   switch (link.kind()) {
-    case link_kind::self: return "X";
-    case link_kind::none: return "none";
-    case link_kind::nvlink: return fmt::format("NV{}", link.nvlinks);
-    case link_kind::pcie: return "PCIe-P2P";
-    case link_kind::p2p: return "P2P";
+    case link_kind::self:
+      return "X";
+    case link_kind::none:
+      return "none";
+    case link_kind::nvlink:
+      return fmt::format("NV{}", link.nvlinks);
+    case link_kind::pcie:
+      return "PCIe-P2P";
+    case link_kind::p2p:
+      return "P2P";
   }
   return "?";
 }
 
 std::string_view to_string(transport_kind kind) noexcept {
   switch (kind) {
-    case transport_kind::p2p: return "p2p";
-    case transport_kind::proxy: return "proxy";
+    case transport_kind::p2p:
+      return "p2p";
+    case transport_kind::proxy:
+      return "proxy";
   }
   return "?";
 }

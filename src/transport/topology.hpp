@@ -12,42 +12,42 @@
 namespace shoal::detail {
 
 struct gpu_info {
-  int device = -1;          // CUDA ordinal in this process (after CUDA_VISIBLE_DEVICES)
-  std::string name;         // e.g. "NVIDIA H200"
-  std::string pci_bus_id;   // "dddd:bb:dd.f", as cudaDeviceGetPCIBusId writes it
+  int device = -1;         // CUDA ordinal in this process (after CUDA_VISIBLE_DEVICES)
+  std::string name;        // e.g. "NVIDIA H200"
+  std::string pci_bus_id;  // "dddd:bb:dd.f", as cudaDeviceGetPCIBusId writes it
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;
-  int cc_major = 0;         // compute capability, e.g. 9.0 for Hopper
+  int cc_major = 0;  // compute capability, e.g. 9.0 for Hopper
   int cc_minor = 0;
 };
 
 // How one GPU reaches another's memory with loads and stores.
 enum class link_kind {
-  self,      // the same GPU
-  none,      // no peer access: a PE on `to` is not load/store reachable from `from`
-  nvlink,    // peer access over NVLink (direct or through NVSwitch)
-  pcie,      // peer access, and NVML says there is no NVLink between them
-  p2p,       // peer access, link type unknown (NVML absent)
+  self,    // the same GPU
+  none,    // no peer access: a PE on `to` is not load/store reachable from `from`
+  nvlink,  // peer access over NVLink (direct or through NVSwitch)
+  pcie,    // peer access, and NVML says there is no NVLink between them
+  p2p,     // peer access, link type unknown (NVML absent)
 };
 
 // The ordered pair (from, to): what `from` can do with `to`'s memory.
 struct gpu_link {
   int from = -1;
   int to = -1;
-  bool peer_access = false;    // cudaDeviceCanAccessPeer(from, to)
-  int performance_rank = -1;   // cudaDevP2PAttrPerformanceRank: lower is faster; -1 unknown or no access
-  bool native_atomics = false; // cudaDevP2PAttrNativeAtomicSupported
-  int nvlinks = -1;            // active NVLinks joining the two (via NVSwitch: the fewer of the two GPUs'
-                               // switch links); 0 none; -1 unknown (NVML absent or failed)
+  bool peer_access = false;     // cudaDeviceCanAccessPeer(from, to)
+  int performance_rank = -1;    // cudaDevP2PAttrPerformanceRank: lower is faster; -1 unknown or no access
+  bool native_atomics = false;  // cudaDevP2PAttrNativeAtomicSupported
+  int nvlinks = -1;             // active NVLinks joining the two (via NVSwitch: the fewer of the two GPUs'
+                                // switch links); 0 none; -1 unknown (NVML absent or failed)
 
   link_kind kind() const noexcept;
 };
 
 struct topology {
-  std::vector<gpu_info> gpus;     // empty when no GPU is usable; no_gpu_reason then says why
-  std::vector<gpu_link> links;    // gpus.size()^2 entries, row-major by `from`
-  std::string no_gpu_reason;      // e.g. "no NVIDIA driver (libnvidia... not found)"
-  std::string nvml_status;        // "ok", or why NVLink counts are unknown
+  std::vector<gpu_info> gpus;   // empty when no GPU is usable; no_gpu_reason then says why
+  std::vector<gpu_link> links;  // gpus.size()^2 entries, row-major by `from`
+  std::string no_gpu_reason;    // e.g. "no NVIDIA driver (libnvidia... not found)"
+  std::string nvml_status;      // "ok", or why NVLink counts are unknown
 
   // The link from device `from` to device `to`; both must be ordinals in `gpus`.
   const gpu_link& link(int from, int to) const;

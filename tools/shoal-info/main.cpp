@@ -1,8 +1,8 @@
 // shoal-info: what shoal sees on this machine. Version, GPUs and their links, which transport would serve
 // each pair of GPUs, and every SHOAL_* variable with its value, default and meaning. Runs anywhere,
 // including machines without a GPU or driver; exits 1 when a SHOAL_* variable holds a bad value.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -79,7 +79,8 @@ void print_topology(const topology& topo, const std::string& topo_error, bool em
   }
   if (topo.gpus.empty()) {
     fmt::print("GPUs: none (no GPU: {})\n\n", topo.no_gpu_reason);
-    fmt::print("Transports: PEs here could only reach each other through the proxy, which is not in this build yet.\n\n");
+    fmt::print(
+        "Transports: PEs here could only reach each other through the proxy, which is not in this build yet.\n\n");
     return;
   }
   fmt::print("GPUs ({})\n", topo.gpus.size());
@@ -91,8 +92,9 @@ void print_topology(const topology& topo, const std::string& topo_error, bool em
   if (n > 1) {
     fmt::print("Links (row GPU reaching column GPU's memory; NVLink counts from NVML: {})\n", topo.nvml_status);
     print_matrix(n, [&](size_t i, size_t j) { return shoal::detail::link_label(topo.links[i * n + j]); });
-    fmt::print("  NV<k> = peer access over k NVLinks, PCIe-P2P = peer access over PCIe, P2P = peer access over an\n"
-               "  unknown link (no NVML), none = no peer access.\n");
+    fmt::print(
+        "  NV<k> = peer access over k NVLinks, PCIe-P2P = peer access over PCIe, P2P = peer access over an\n"
+        "  unknown link (no NVML), none = no peer access.\n");
     for (const auto& l : topo.links)
       if (l.from != l.to && l.peer_access)
         fmt::print("  GPU{} -> GPU{}: performance rank {}, native atomics {}\n", l.from, l.to, l.performance_rank,
@@ -101,14 +103,13 @@ void print_topology(const topology& topo, const std::string& topo_error, bool em
   }
   fmt::print("Transports (a PE on the row GPU reaching a PE on the column GPU, same node)\n");
   print_matrix(n, [&](size_t i, size_t j) {
-    return std::string(shoal::detail::to_string(shoal::detail::select_transport(
-        {"", static_cast<int>(i)}, {"", static_cast<int>(j)}, topo)));
+    return std::string(shoal::detail::to_string(
+        shoal::detail::select_transport({"", static_cast<int>(i)}, {"", static_cast<int>(j)}, topo)));
   });
   fmt::print("  p2p:   {}\n", shoal::detail::describe(transport_kind::p2p));
   fmt::print("  proxy: {}\n", shoal::detail::describe(transport_kind::proxy));
   fmt::print("  PEs on different nodes always use the proxy{}.\n\n",
-             emulated ? " (SHOAL_EMULATE_NODES is set: PEs of different emulated nodes count as different nodes)"
-                      : "");
+             emulated ? " (SHOAL_EMULATE_NODES is set: PEs of different emulated nodes count as different nodes)" : "");
 }
 
 void print_config(const std::vector<config_row>& config) {

@@ -14,7 +14,8 @@ int main() {
     return 1;
   }
   shoal::error e(shoal::errc::invalid_argument, "consumer", "a test value");
-  if (e.category() != shoal::errc::invalid_argument || std::string(e.what()).find("a test value") == std::string::npos) {
+  if (e.category() != shoal::errc::invalid_argument ||
+      std::string(e.what()).find("a test value") == std::string::npos) {
     std::fprintf(stderr, "shoal::error lost its contents: %s\n", e.what());
     return 1;
   }
