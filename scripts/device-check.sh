@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One-call check on a machine with GPUs: the GPU test tier at 1 and 2 PEs, the debug-build device
+# traps, and (when built) shoal-perf's quick suite with NCCL beside it. Logs go to $OUT (default ./out);
+# a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+BUILD=${SHOAL_BUILD_DIR:-build/release}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$BUILD/src${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SHOAL_HEAP_SIZE=64M SHOAL_HEAP_CHUNK_SIZE=32M SHOAL_HEAP_MAX_SIZE=2G SHOAL_WAIT_TIMEOUT=20 SHOAL_BOOTSTRAP_TIMEOUT=60
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+{ nvidia-smi -L; nvidia-smi topo -m; } > "$OUT/machine.txt" 2>&1
+
+summary=()
+record() { summary+=("$(printf '%-28s %-6s %6ss  %s' "$1" "$2" "$3" "$4")"); }
+
+run_step() {  # name log -- command...
+  local name=$1 log=$2; shift 3
+  local start=$SECONDS
+  "$@" >> "$OUT/$log" 2>&1
+  local rc=$?
+  local verdict=pass; [ $rc -ne 0 ] && verdict=FAIL
+  local detail=$(grep -E '^\[[0-9]+\] \[  (PASSED|FAILED|SKIPPED) \]' "$OUT/$log" | tail -3 | tr '\n' ' ')
+  record "$name" "$verdict" $((SECONDS - start)) "rc=$rc $detail"
+}
+
+for n in 1 2; do
+  if [ "$gpus" -ge 1 ]; then
+    run_step "gpu tests, $n PE" "gpu_tests_${n}pe.log" -- "$BUILD/bin/shoalrun" -n $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+  fi
+done
+
+for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
+             "wait-timeout:timed out after .* waiting for wait_until"; do
+  mode=${probe%%:*} pattern=${probe#*:}
+  start=$SECONDS
+  SHOAL_WAIT_TIMEOUT=0.5 "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1
+  if grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then record "debug trap: $mode" pass $((SECONDS - start)) "report found"
+  else record "debug trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"; fi
+done
+cat "$OUT"/probe_*.txt > "$OUT/probes.log" && rm -f "$OUT"/probe_*.txt
+
+if [ -x "$BUILD/bin/shoal-perf" ] && [ "${SKIP_PERF:-0}" != 1 ]; then
+  run_step "shoal-perf ${PERF_SUITE:-quick}" perf.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 500 -- \
+    "$BUILD/bin/shoal-perf" ${PERF_SUITE:-quick} --json "$OUT/perf.jsonl" ${PERF_ARGS:-}
+fi
+
+echo
+echo "=== summary ($gpus GPUs) ==="
+printf '%s\n' "${summary[@]}"
