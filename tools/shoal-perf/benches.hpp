@@ -1,0 +1,54 @@
+// The measurements the suites are made of. Each is collective (every PE calls it, in the same order, with
+// the same arguments) and returns the per-operation timing on every PE; the figures are PE 0's (or the
+// slowest PE's, where every PE times its own part, as for barriers). Data moves PE 0 -> PE 1 (put) or
+// PE 1 -> PE 0 (get): callers make sure n_pes >= 2.
+#pragma once
+
+#include <cstdint>
+
+#include "harness.hpp"
+
+namespace shoal::perf {
+
+enum class rma_dir { put, get };
+enum class scope_kind { thread, warp, block };
+const char* to_string(rma_dir d);
+const char* to_string(scope_kind s);
+
+// ---- bandwidth (p2p_suite.cu) ---------------------------------------------------------------------------
+
+struct rma_case {
+  rma_dir dir = rma_dir::put;
+  scope_kind scope = scope_kind::block;
+  std::uint64_t bytes = 0;
+  int ctas = 1;
+  int threads = 1024;  // per CTA; a multiple of 32 for warp scope
+};
+
+// A kernel of `ctas` x `threads` on PE 0; the message is cut into one contiguous slice per scope instance
+// (CTA, warp or thread), each moved with put_nbi/get_nbi and followed by quiet. Small messages repeat
+// inside one kernel (slot after slot), large ones take one kernel each. Time per message.
+measurement measure_device_rma(context& ctx, const rma_case& c);
+
+// put_on_stream / get_on_stream (copy engine) from PE 0, back to back on one stream. Time per call.
+measurement measure_stream_rma(context& ctx, rma_dir dir, std::uint64_t bytes);
+
+// ---- latency (latency_suite.cu) -------------------------------------------------------------------------
+
+enum class pingpong_kind { p, put_signal };
+
+// Ping-pong between PE 0 and PE 1 inside one kernel on each (one thread, or one warp). `p`: an 8-byte
+// flag stored with p and awaited with wait_until. put_signal: `bytes` of data plus the signal, awaited with
+// signal_wait_until. Time per round trip (one-way is half).
+measurement measure_pingpong(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes);
+
+// PE 0 does dependent atomic_fetch_add on a word of PE 1, one thread. Time per fetch_add (a round trip).
+measurement measure_fetch_add(context& ctx);
+
+// barrier_all_on_stream back to back on every PE. Time per call (slowest PE).
+measurement measure_barrier_on_stream(context& ctx);
+
+// barrier_all(block, h) back to back inside one kernel on every PE. Time per barrier (slowest PE).
+measurement measure_barrier_in_kernel(context& ctx);
+
+}  // namespace shoal::perf

@@ -1,0 +1,290 @@
+// The harness's CUDA side: context setup, rotated arenas, batch timing with events, the launch floor and
+// the seeded-pattern correctness check.
+#include "harness.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <string>
+
+#include "shoal/bootstrap.hpp"
+
+namespace shoal::perf {
+
+void cuda_failed(cudaError_t status, const char* call, const char* file, int line) {
+  throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" +
+                           cudaGetErrorString(status) + ") at " + file + ":" + std::to_string(line));
+}
+
+const char* to_string(check_result c) {
+  switch (c) {
+    case check_result::ok: return "ok";
+    case check_result::failed: return "FAILED";
+    case check_result::not_checked: return "-";
+  }
+  return "?";
+}
+
+timing summarize(std::vector<double> v) {
+  timing t;
+  if (v.empty()) return t;
+  std::sort(v.begin(), v.end());
+  // Linear interpolation between closest ranks.
+  auto quantile = [&](double q) {
+    double pos = q * static_cast<double>(v.size() - 1);
+    auto lo = static_cast<std::size_t>(pos);
+    std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  t.median_us = quantile(0.5);
+  t.p10_us = quantile(0.1);
+  t.p90_us = quantile(0.9);
+  return t;
+}
+
+std::string utc_now_iso() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text.data();
+}
+
+namespace {
+
+constexpr int kResultWords = 64;
+constexpr int kResultCheck = 63;  // the check's mismatch count; the suites use the low indices
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+
+// A CUDA event that cleans up after itself.
+struct event {
+  cudaEvent_t e = nullptr;
+  event() { SHOAL_PERF_CUDA(cudaEventCreate(&e)); }
+  ~event() {
+    if (e != nullptr) cudaEventDestroy(e);  // cleanup path: nothing to do about a failure here
+  }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+};
+
+__global__ void empty_kernel() {}
+
+// The seeded pattern: byte i of a buffer is byte (i % 8) of mix(seed + i / 8). Different seeds differ
+// everywhere (with overwhelming probability), so a stale or misplaced byte cannot pass.
+__device__ inline std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+__device__ inline unsigned char pattern_byte(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<unsigned char>(mix(seed + (i >> 3)) >> ((i & 7) * 8));
+}
+
+constexpr unsigned char kPoison = 0xA5;
+
+__global__ void fill_pattern_kernel(std::byte* p, std::uint64_t bytes, std::uint64_t seed) {
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += stride)
+    p[i] = std::byte{pattern_byte(seed, i)};
+}
+
+// Counts bytes of [p, p + bytes) that differ from the pattern, and guard bytes after them that lost the
+// poison; one atomic per thread.
+__global__ void count_mismatches_kernel(const std::byte* p, std::uint64_t bytes, std::uint64_t guard,
+                                        std::uint64_t seed, unsigned long long* errors) {
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  unsigned long long bad = 0;
+  for (std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes + guard; i += stride) {
+    unsigned char want = i < bytes ? pattern_byte(seed, i) : kPoison;
+    bad += static_cast<unsigned char>(p[i]) != want;
+  }
+  if (bad != 0) atomicAdd(errors, bad);
+}
+
+unsigned grid_for(std::uint64_t bytes, int sm_count) {
+  std::uint64_t blocks = (bytes + 255) / 256;
+  return static_cast<unsigned>(std::clamp<std::uint64_t>(blocks, 1, std::uint64_t(sm_count) * 8));
+}
+
+}  // namespace
+
+// ---- context -------------------------------------------------------------------------------------------
+
+context::context(shoal::world& w, options o) : world(w), opt(std::move(o)), pe(w.pe()), n_pes(w.n_pes()) {
+  SHOAL_PERF_CUDA(cudaSetDevice(w.device()));
+  SHOAL_PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaDeviceProp prop{};
+  SHOAL_PERF_CUDA(cudaGetDeviceProperties(&prop, w.device()));
+  machine.gpu_name = prop.name;
+  machine.sm_count = prop.multiProcessorCount;
+  machine.l2_bytes = static_cast<std::uint64_t>(prop.l2CacheSize);
+
+  // "NAME xN" when every PE has the same GPU, else each PE's name in order.
+  std::array<char, 128> mine{};
+  std::memcpy(mine.data(), prop.name, std::min(std::strlen(prop.name), mine.size() - 1));
+  std::vector<char> all(mine.size() * static_cast<std::size_t>(n_pes));
+  w.bootstrap().all_gather(mine.data(), all.data(), mine.size());
+  bool same = true;
+  for (int p = 0; p < n_pes; ++p) same = same && std::strcmp(all.data() + p * mine.size(), mine.data()) == 0;
+  if (same) {
+    machine.label = machine.gpu_name + " x" + std::to_string(n_pes);
+  } else {
+    for (int p = 0; p < n_pes; ++p) machine.label += (p ? " + " : "") + std::string(all.data() + p * mine.size());
+  }
+
+  words_ = static_cast<std::uint64_t*>(w.calloc(static_cast<std::size_t>(kWordBarrierCheck + n_pes), sizeof(std::uint64_t)));
+  SHOAL_PERF_CUDA(cudaMalloc(&results_, kResultWords * sizeof(std::uint64_t)));
+  SHOAL_PERF_CUDA(cudaMemset(results_, 0, kResultWords * sizeof(std::uint64_t)));
+}
+
+// Not collective: it runs on error paths too, where another PE may be gone. The symmetric objects go with
+// the world's heap.
+context::~context() {
+  if (results_ != nullptr) cudaFree(results_);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+std::uint64_t context::slot_stride(std::uint64_t bytes) { return round_up(std::max<std::uint64_t>(bytes, 1), 256); }
+
+std::uint32_t context::n_slots(std::uint64_t bytes) const {
+  if (!opt.rotate) return 1;
+  std::uint64_t n = arena_bytes_ / slot_stride(bytes);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(n, 1, 1u << 30));
+}
+
+void context::reserve(std::uint64_t max_message) {
+  std::uint64_t need = std::max(round_up(max_message, 256) + 4096, 2 * machine.l2_bytes + 64 * kMiB);
+  need = round_up(need, 2 * kMiB);
+  if (need <= arena_bytes_) return;
+  sync_stream();
+  if (src_ != nullptr) world.free(src_);
+  if (dst_ != nullptr) world.free(dst_);
+  src_ = dst_ = nullptr;
+  arena_bytes_ = 0;
+  src_ = static_cast<std::byte*>(world.malloc(need));
+  dst_ = static_cast<std::byte*>(world.malloc(need));
+  arena_bytes_ = need;
+}
+
+std::uint64_t context::read_result(int index) {
+  std::uint64_t value = 0;
+  SHOAL_PERF_CUDA(cudaMemcpyAsync(&value, results_ + index, sizeof value, cudaMemcpyDeviceToHost, stream));
+  SHOAL_PERF_CUDA(cudaStreamSynchronize(stream));
+  return value;
+}
+
+std::uint64_t context::next_sequence(std::uint64_t count) {
+  std::uint64_t first = sequence_;
+  sequence_ += count;
+  return first;
+}
+
+void context::sync_stream() { SHOAL_PERF_CUDA(cudaStreamSynchronize(stream)); }
+
+void context::barrier() {
+  sync_stream();
+  world.bootstrap().barrier();
+}
+
+std::uint64_t context::broadcast(std::uint64_t value, int root) {
+  world.bootstrap().broadcast(&value, sizeof value, root);
+  return value;
+}
+
+double context::broadcast(double value, int root) {
+  world.bootstrap().broadcast(&value, sizeof value, root);
+  return value;
+}
+
+std::vector<double> context::max_over_pes(const std::vector<double>& values) {
+  std::vector<double> all(values.size() * static_cast<std::size_t>(n_pes));
+  if (values.empty()) return {};
+  world.bootstrap().all_gather(values.data(), all.data(), values.size() * sizeof(double));
+  std::vector<double> out = values;
+  for (int p = 0; p < n_pes; ++p)
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = std::max(out[i], all[p * values.size() + i]);
+  return out;
+}
+
+std::uint64_t context::sum_over_pes(std::uint64_t value) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(n_pes));
+  world.bootstrap().all_gather(&value, all.data(), sizeof value);
+  std::uint64_t sum = 0;
+  for (std::uint64_t v : all) sum += v;
+  return sum;
+}
+
+std::int64_t context::ops_per_batch(std::uint64_t bytes) const {
+  if (opt.iters > 0) return opt.iters;
+  std::uint64_t n = (256 * kMiB) / std::max<std::uint64_t>(bytes, 1);
+  return static_cast<std::int64_t>(std::clamp<std::uint64_t>(n, 4, 10000));
+}
+
+// ---- timing --------------------------------------------------------------------------------------------
+
+std::vector<double> time_batches(context& ctx, const std::function<void(int)>& enqueue) {
+  event start, stop;
+  std::vector<double> ms;
+  const int total = ctx.opt.warmup + ctx.opt.reps;
+  for (int batch = 0; batch < total; ++batch) {
+    ctx.barrier();
+    SHOAL_PERF_CUDA(cudaEventRecord(start.e, ctx.stream));
+    enqueue(batch);
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    SHOAL_PERF_CUDA(cudaEventRecord(stop.e, ctx.stream));
+    SHOAL_PERF_CUDA(cudaEventSynchronize(stop.e));
+    float elapsed = 0;
+    SHOAL_PERF_CUDA(cudaEventElapsedTime(&elapsed, start.e, stop.e));
+    if (batch >= ctx.opt.warmup) ms.push_back(elapsed);
+  }
+  ctx.barrier();
+  return ms;
+}
+
+double measure_launch_floor(context& ctx, int launches) {
+  std::vector<double> ms = time_batches(ctx, [&](int) {
+    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, ctx.stream>>>();
+    SHOAL_PERF_CUDA(cudaGetLastError());
+  });
+  for (double& v : ms) v = v * 1e3 / launches;
+  return summarize(ms).median_us;
+}
+
+// ---- correctness ---------------------------------------------------------------------------------------
+
+check_result check_transfers(context& ctx, std::span<const transfer> transfers, const std::function<void()>& op) {
+  const std::uint64_t seed = ctx.next_seed() << 16;
+  const int sms = ctx.machine.sm_count;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const transfer& t = transfers[i];
+    if (ctx.pe == t.source_pe) {
+      fill_pattern_kernel<<<grid_for(t.bytes, sms), 256, 0, ctx.stream>>>(const_cast<std::byte*>(t.src), t.bytes, seed + i);
+      SHOAL_PERF_CUDA(cudaGetLastError());
+    }
+    if (ctx.pe == t.target_pe)
+      SHOAL_PERF_CUDA(cudaMemsetAsync(t.dst, kPoison, t.bytes + kGuardBytes, ctx.stream));
+  }
+  ctx.barrier();
+  op();
+  ctx.barrier();
+  std::uint64_t errors = 0;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const transfer& t = transfers[i];
+    if (ctx.pe != t.target_pe) continue;
+    auto* counter = reinterpret_cast<unsigned long long*>(ctx.results() + kResultCheck);
+    SHOAL_PERF_CUDA(cudaMemsetAsync(counter, 0, sizeof *counter, ctx.stream));
+    count_mismatches_kernel<<<grid_for(t.bytes + kGuardBytes, sms), 256, 0, ctx.stream>>>(t.dst, t.bytes, kGuardBytes,
+                                                                                         seed + i, counter);
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    errors += ctx.read_result(kResultCheck);
+  }
+  return ctx.sum_over_pes(errors) == 0 ? check_result::ok : check_result::failed;
+}
+
+}  // namespace shoal::perf

@@ -1,0 +1,245 @@
+// Latency of point-to-point synchronization and of barriers: ping-pong with p and with put_signal, remote
+// fetch_add round trips, barrier_all inside a kernel and on a stream.
+//
+// In-kernel figures are timed inside the kernel with %globaltimer (ns) after a few warm-up round trips, so
+// neither launch latency nor the skew between the PEs' launches is counted. Stream figures use events.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "benches.hpp"
+#include "shoal/device.cuh"
+#include "shoal/stream.hpp"
+
+namespace shoal::perf {
+namespace {
+
+constexpr std::uint32_t kInKernelWarmup = 16;    // round trips (or barriers) before the clock starts
+constexpr double kTargetKernelNs = 20e6;         // a timed kernel runs about this long when --iters is not given
+constexpr std::uint32_t kMinIters = 64, kMaxIters = 20000;
+
+__device__ inline std::uint64_t global_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// ---- ping-pong -----------------------------------------------------------------------------------------
+
+struct pingpong_args {
+  std::byte* dst;            // symmetric: the peer's copy receives our data
+  const std::byte* src;
+  std::uint64_t bytes;       // put_signal only
+  std::uint64_t* word;       // symmetric flag: the peer sets ours, we set the peer's
+  std::uint64_t first;       // round trip i carries value first + i + 1 (values only grow: no reset)
+  std::uint32_t warmup, iters;
+  int peer;
+  int initiator;             // PE 0 sends first and keeps the time
+  int use_put_signal;        // 0: p + wait_until on the word; 1: put_signal + signal_wait_until
+  std::uint64_t* elapsed_ns;
+};
+
+// The exact value is awaited (cmp::eq): a round trip only completes if the peer saw this round's value,
+// which is a check in itself. A p is not followed by quiet, as in NVSHMEM's shmem_p ping-pong: the store
+// reaches the peer without it on this hardware, and quiet would add a full completion wait per message.
+template <typename Scope>
+__global__ void pingpong_kernel(shoal::device_handle h, pingpong_args a) {
+  constexpr Scope scope{};
+  auto send = [&](std::uint64_t v) {
+    if (a.use_put_signal) shoal::put_signal(scope, h, a.dst, a.src, a.bytes, a.word, v, shoal::sig_op::set, a.peer);
+    else if (Scope::leader()) shoal::p(h, a.word, v, a.peer);
+  };
+  auto await = [&](std::uint64_t v) { shoal::wait_until(scope, h, a.word, shoal::cmp::eq, v); };
+  std::uint64_t t0 = 0;
+  for (std::uint32_t i = 0; i < a.warmup + a.iters; ++i) {
+    if (i == a.warmup) t0 = global_ns();
+    const std::uint64_t v = a.first + i + 1;
+    if (a.initiator) {
+      send(v);
+      await(v);
+    } else {
+      await(v);
+      send(v);
+    }
+  }
+  if (a.initiator && Scope::leader()) *a.elapsed_ns = global_ns() - t0;
+}
+
+// ---- atomics -------------------------------------------------------------------------------------------
+
+// Each fetch_add's operand depends on the previous result (it is always 1, which the compiler cannot
+// know), so the round trips cannot overlap. The word on `peer` starts at 0; every result is checked.
+__global__ void fetch_add_kernel(shoal::device_handle h, std::uint64_t* word, int peer, std::uint32_t warmup,
+                                 std::uint32_t iters, std::uint64_t* elapsed_ns, std::uint64_t* errors) {
+  std::uint64_t add = 1, expect = 0, bad = 0, t0 = 0;
+  for (std::uint32_t i = 0; i < warmup + iters; ++i) {
+    if (i == warmup) t0 = global_ns();
+    const std::uint64_t got = shoal::atomic_fetch_add(h, word, add, peer);
+    bad += got != expect;
+    expect += 1;
+    add = 1 + (got >> 63);
+  }
+  *elapsed_ns = global_ns() - t0;
+  *errors = bad;
+}
+
+// ---- barriers ------------------------------------------------------------------------------------------
+
+// With `check`, before barrier i each PE stores first + i + 1 into its slot on the next PE; after the
+// barrier the slot written by the previous PE must hold that value (or the next one: that PE may already
+// be past this barrier and into the next round).
+__global__ void barrier_kernel(shoal::device_handle h, std::uint32_t warmup, std::uint32_t iters, std::uint64_t* slots,
+                               std::uint64_t first, int check, std::uint64_t* elapsed_ns, std::uint64_t* errors) {
+  const int next = (h.pe + 1) % h.n_pes, prev = (h.pe + h.n_pes - 1) % h.n_pes;
+  std::uint64_t t0 = 0, bad = 0;
+  for (std::uint32_t i = 0; i < warmup + iters; ++i) {
+    if (i == warmup) t0 = global_ns();
+    const std::uint64_t v = first + i + 1;
+    if (check && shoal::block_scope::leader()) shoal::p(h, slots + h.pe, v, next);
+    shoal::barrier_all(shoal::block, h);
+    if (check && shoal::block_scope::leader()) {
+      const std::uint64_t seen = *static_cast<volatile std::uint64_t*>(slots + prev);
+      bad += seen != v && seen != v + 1;
+    }
+  }
+  if (shoal::block_scope::leader()) {
+    *elapsed_ns = global_ns() - t0;
+    *errors = bad;
+  }
+}
+
+std::uint32_t iters_for(const context& ctx, double ns_per_iter) {
+  if (ctx.opt.iters > 0) return static_cast<std::uint32_t>(ctx.opt.iters);
+  double n = ns_per_iter > 0 ? kTargetKernelNs / ns_per_iter : kMaxIters;
+  return static_cast<std::uint32_t>(std::clamp<double>(std::floor(n), kMinIters, kMaxIters));
+}
+
+// Calibrates the count per kernel with a short run, then runs warmup + reps timed kernels. `run(warmup,
+// iters)` is collective and returns the elapsed ns of the timed part (the same on every PE).
+measurement time_in_kernel(context& ctx, const std::function<double(std::uint32_t, std::uint32_t)>& run) {
+  const std::uint32_t iters = iters_for(ctx, run(kInKernelWarmup, kMinIters) / kMinIters);
+  std::vector<double> us;
+  for (int r = 0; r < ctx.opt.warmup + ctx.opt.reps; ++r) {
+    double ns = run(kInKernelWarmup, iters);
+    if (r >= ctx.opt.warmup) us.push_back(ns / 1e3 / iters);
+  }
+  measurement m;
+  m.ops = iters;
+  m.t = summarize(us);
+  return m;
+}
+
+}  // namespace
+
+measurement measure_pingpong(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
+  if (scope != scope_kind::thread && scope != scope_kind::warp)
+    throw std::invalid_argument("ping-pong runs at thread or warp scope");
+  const bool put_signal = kind == pingpong_kind::put_signal;
+  if (!put_signal) bytes = sizeof(std::uint64_t);
+  ctx.reserve(bytes);
+  const shoal::device_handle h = ctx.world.device_handle();
+  pingpong_args a{ctx.dst(), ctx.src(), bytes, ctx.words() + context::kWordPingPong, 0, 0, 0, 1 - ctx.pe,
+                  ctx.pe == 0, put_signal, ctx.results() + context::kResultElapsed};
+
+  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
+    a.first = ctx.next_sequence(warmup + iters);
+    a.warmup = warmup;
+    a.iters = iters;
+    ctx.barrier();
+    if (ctx.pe < 2) {
+      if (scope == scope_kind::thread) pingpong_kernel<shoal::thread_scope><<<1, 1, 0, ctx.stream>>>(h, a);
+      else pingpong_kernel<shoal::warp_scope><<<1, 32, 0, ctx.stream>>>(h, a);
+      SHOAL_PERF_CUDA(cudaGetLastError());
+    }
+    ctx.barrier();
+    double ns = ctx.pe == 0 ? static_cast<double>(ctx.read_result(context::kResultElapsed)) : 0.0;
+    return ctx.broadcast(ns, 0);
+  };
+
+  measurement m = time_in_kernel(ctx, run);
+  if (!put_signal) {
+    m.check = check_result::ok;  // every round trip awaited its exact value
+    m.note = "values checked by the waits";
+  } else if (ctx.opt.check) {
+    const transfer both[] = {{0, ctx.src(), 1, ctx.dst(), bytes}, {1, ctx.src(), 0, ctx.dst(), bytes}};
+    m.check = check_transfers(ctx, both, [&] { run(0, 1); });
+  }
+  return m;
+}
+
+measurement measure_fetch_add(context& ctx) {
+  const shoal::device_handle h = ctx.world.device_handle();
+  std::uint64_t* word = ctx.words() + context::kWordAtomic;
+  std::uint64_t errors = 0;
+  std::uint64_t last_total = 0;
+  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
+    if (ctx.pe == 1) SHOAL_PERF_CUDA(cudaMemsetAsync(word, 0, sizeof *word, ctx.stream));
+    ctx.barrier();
+    if (ctx.pe == 0) {
+      fetch_add_kernel<<<1, 1, 0, ctx.stream>>>(h, word, 1, warmup, iters, ctx.results() + context::kResultElapsed,
+                                                ctx.results() + context::kResultErrors);
+      SHOAL_PERF_CUDA(cudaGetLastError());
+    }
+    ctx.barrier();
+    double ns = 0;
+    if (ctx.pe == 0) {
+      ns = static_cast<double>(ctx.read_result(context::kResultElapsed));
+      errors += ctx.read_result(context::kResultErrors);
+    }
+    last_total = warmup + iters;
+    return ctx.broadcast(ns, 0);
+  };
+  measurement m = time_in_kernel(ctx, run);
+  // The results seen on PE 0 were each checked in the kernel; PE 1's word must hold the count of the last run.
+  std::uint64_t final_value = 0;
+  if (ctx.pe == 1) {
+    SHOAL_PERF_CUDA(cudaMemcpyAsync(&final_value, word, sizeof final_value, cudaMemcpyDeviceToHost, ctx.stream));
+    ctx.sync_stream();
+  }
+  final_value = ctx.broadcast(final_value, 1);
+  errors = ctx.broadcast(errors, 0);
+  m.check = errors == 0 && final_value == last_total ? check_result::ok : check_result::failed;
+  return m;
+}
+
+measurement measure_barrier_on_stream(context& ctx) {
+  const int calls = ctx.opt.iters > 0 ? ctx.opt.iters : 1000;
+  std::vector<double> ms = time_batches(ctx, [&](int) {
+    for (int i = 0; i < calls; ++i) shoal::barrier_all_on_stream(ctx.world, ctx.stream);
+  });
+  ms = ctx.max_over_pes(ms);
+  std::vector<double> us;
+  for (double v : ms) us.push_back(v * 1e3 / calls);
+  measurement m;
+  m.ops = calls;
+  m.t = summarize(us);
+  m.note = "slowest PE";
+  return m;
+}
+
+measurement measure_barrier_in_kernel(context& ctx) {
+  const shoal::device_handle h = ctx.world.device_handle();
+  std::uint64_t* slots = ctx.words() + context::kWordBarrierCheck;
+  auto launch = [&](std::uint32_t warmup, std::uint32_t iters, bool check) {
+    const std::uint64_t first = ctx.next_sequence(warmup + iters);
+    ctx.barrier();
+    barrier_kernel<<<1, 32, 0, ctx.stream>>>(h, warmup, iters, slots, first, check,
+                                             ctx.results() + context::kResultElapsed,
+                                             ctx.results() + context::kResultErrors);
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    ctx.barrier();
+  };
+  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
+    launch(warmup, iters, false);
+    return ctx.max_over_pes({static_cast<double>(ctx.read_result(context::kResultElapsed))})[0];
+  };
+  measurement m = time_in_kernel(ctx, run);
+  m.note = "slowest PE";
+  if (ctx.opt.check) {
+    launch(0, 100, true);
+    m.check = ctx.sum_over_pes(ctx.read_result(context::kResultErrors)) == 0 ? check_result::ok : check_result::failed;
+  }
+  return m;
+}
+
+}  // namespace shoal::perf

@@ -1,0 +1,206 @@
+// shoal-perf: shoal's benchmark harness. Runs as every PE of a job (shoalrun -n 2 -- shoal-perf p2p); PE 0
+// prints the table and writes JSON Lines; all PEs take part. Exit status: 0 when every check passed (or the
+// suite was skipped with a reason), 1 when a correctness check failed, 2 when the run could not start or
+// stopped on an error (no GPU, bad option, CUDA or shoal error).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/config.hpp"
+#include "shoal/error.hpp"
+#include "shoal/version.hpp"
+#include "shoal/world.hpp"
+#include "suites.hpp"
+
+extern char** environ;
+
+#ifndef SHOAL_PERF_BUILD_COMMIT
+#define SHOAL_PERF_BUILD_COMMIT "unknown"
+#endif
+
+namespace shoal::perf {
+namespace {
+
+// The registry: one entry per subcommand. A collectives suite slots in here.
+constexpr suite kSuites[] = {
+    {"p2p", "point-to-point: put/get bandwidth over sizes and CTA counts, on-stream put/get, ping-pong, "
+            "fetch_add and barrier latency; NCCL send/recv beside",
+     2, true, run_p2p},
+    {"quick", "about a minute: the headline rows of TARGETS.md with target and pass/miss", 2, true, run_quick},
+};
+
+// NVLink multicast must never be used on the shared machines: NCCL is told before anything can start it.
+void forbid_nvls() {
+  const char* set = std::getenv("NCCL_NVLS_ENABLE");
+  if (set != nullptr && std::string(set) != "0")
+    std::fprintf(stderr, "shoal-perf: NCCL_NVLS_ENABLE=%s overridden to 0 (NVLink multicast is never used)\n", set);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+}
+
+std::string commit_of_run() {
+  if (const char* env = std::getenv("SHOAL_COMMIT"); env != nullptr && *env != '\0') return env;
+  if (!shoal::git_commit().empty()) return std::string(shoal::git_commit());
+  return SHOAL_PERF_BUILD_COMMIT;
+}
+
+std::vector<std::uint64_t> parse_sizes(const std::vector<std::string>& texts) {
+  std::vector<std::uint64_t> sizes;
+  for (const std::string& t : texts) {
+    std::uint64_t v = shoal::detail::parse_bytes("--sizes", t);
+    if (v == 0) throw CLI::ValidationError("--sizes", "sizes must be at least 1 byte");
+    sizes.push_back(v);
+  }
+  return sizes;
+}
+
+// The plotting script: SHOAL_PERF_PLOT_SCRIPT, else shoal-perf-plot.py next to this executable.
+std::string plot_script() {
+  if (const char* env = std::getenv("SHOAL_PERF_PLOT_SCRIPT"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("shoal-perf-plot.py") : (self.parent_path() / "shoal-perf-plot.py").string();
+}
+
+// Runs `python3 plot.py JSON DIR` (no shell). A missing python3 or matplotlib is reported, not fatal.
+void make_plots(const std::string& json_path, const std::string& dir) {
+  std::string script = plot_script();
+  std::array<std::string, 4> args = {"python3", script, json_path, dir};
+  std::array<char*, 5> argv = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), nullptr};
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) {
+    fmt::print("plots: could not start python3 ({}); JSON is in {}\n", std::strerror(rc), json_path);
+    return;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) fmt::print("plots: written to {}\n", dir);
+  else fmt::print("plots: not written (see the message above); JSON is in {}\n", json_path);
+}
+
+int run(shoal::world& world, const suite& s, const options& opt) {
+  context ctx(world, opt);
+  if (ctx.n_pes < s.min_pes) {
+    if (ctx.pe == 0)
+      fmt::print("shoal-perf {}: skipped: needs at least {} PEs, this job has {} (run under shoalrun -n {})\n", s.name,
+                 s.min_pes, ctx.n_pes, s.min_pes);
+    return 0;
+  }
+
+  std::string json_path = opt.json_path;
+  if (!opt.plot_dir.empty()) {
+    if (ctx.pe == 0) std::filesystem::create_directories(opt.plot_dir);
+    if (json_path.empty()) json_path = (std::filesystem::path(opt.plot_dir) / "shoal-perf.jsonl").string();
+  }
+
+  // Measured on every PE (the loop is collective only through its barriers); PE 0's figure is reported.
+  ctx.launch_floor_us = ctx.broadcast(measure_launch_floor(ctx, opt.iters > 0 ? opt.iters : 1000), 0);
+
+  std::unique_ptr<nccl_peer> nccl;
+  if (s.wants_nccl && opt.nccl) nccl = nccl_peer::open(ctx);
+  ctx.nccl = nccl.get();
+
+  run_info info{.suite = std::string(s.name),
+                .machine = ctx.machine.label,
+                .date = utc_now_iso(),
+                .commit = commit_of_run(),
+                .shoal_version = std::string(shoal::version()),
+                .nccl_version = nccl ? nccl->version() : "",
+                .n_pes = ctx.n_pes,
+                .launch_floor_us = ctx.launch_floor_us,
+                .warmup = opt.warmup,
+                .reps = opt.reps,
+                .rotate = opt.rotate};
+  reporter out(ctx, info, json_path);
+  ctx.out = &out;
+  out.header();
+  if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
+  else if (!nccl_peer::compiled_in()) out.note("NCCL columns empty: this build has no NCCL (configure with SHOAL_NCCL_ROOT)");
+
+  s.run(ctx);
+  out.summary();
+  ctx.barrier();
+  ctx.nccl = nullptr;
+  nccl.reset();
+
+  if (ctx.pe == 0 && !opt.plot_dir.empty()) make_plots(json_path, opt.plot_dir);
+  return out.failures() > 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace shoal::perf
+
+int main(int argc, char** argv) {
+  using namespace shoal::perf;
+  forbid_nvls();
+
+  options opt;
+  std::vector<std::string> size_texts;
+  bool no_nccl = false, no_check = false, no_rotate = false;
+  CLI::App app{"shoal-perf: shoal's benchmarks, one suite per subcommand. Run every PE under the launcher:\n"
+               "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl"};
+  app.require_subcommand(1);
+  app.fallthrough();  // options may come before or after the suite's name
+  app.add_option("--json", opt.json_path, "write one JSON object per row (JSON Lines) to this file");
+  app.add_option("--plot", opt.plot_dir, "after the run, write PNG plots to this directory (needs python3 + matplotlib)");
+  app.add_option("--iters", opt.iters, "operations per timed batch (0: chosen per size)")->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", opt.warmup, "untimed batches before the timed ones")->check(CLI::NonNegativeNumber);
+  app.add_option("--reps", opt.reps, "timed batches; rows report their median, p10 and p90")->check(CLI::PositiveNumber);
+  app.add_option("--sizes", size_texts, "message sizes, e.g. 8,4K,1M,1G (binary units)")->delimiter(',');
+  app.add_option("--ctas", opt.ctas, "CTA counts for block-scope sweeps, e.g. 1,16,132")->delimiter(',')->check(CLI::Range(1, 65535));
+  app.add_option("--threads", opt.threads, "threads per CTA for block-scope RMA")->check(CLI::Range(32, 1024));
+  app.add_option("--nvlink-ceiling", opt.nvlink_ceiling_gbs, "GB/s above which a remote figure is a measurement error");
+  app.add_option("--local-ceiling", opt.local_ceiling_gbs, "GB/s above which a local figure is a measurement error");
+  app.add_flag("--no-nccl", no_nccl, "do not run NCCL side by side");
+  app.add_flag("--no-check", no_check, "skip the correctness checks after timing");
+  app.add_flag("--no-rotate", no_rotate, "use one buffer slot per size (L2 may serve repeats)");
+  const shoal::perf::suite* chosen = nullptr;
+  for (const suite& s : kSuites) {
+    CLI::App* sub = app.add_subcommand(std::string(s.name), std::string(s.summary));
+    sub->fallthrough();
+    sub->callback([&chosen, &s] { chosen = &s; });
+  }
+  try {
+    app.parse(argc, argv);
+    opt.sizes = parse_sizes(size_texts);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const shoal::error& e) {
+    std::fprintf(stderr, "shoal-perf: %s\n", e.what());
+    return 2;
+  }
+  opt.nccl = !no_nccl;
+  opt.check = !no_check;
+  opt.rotate = !no_rotate;
+
+  std::unique_ptr<shoal::world> world;
+  try {
+    world = std::make_unique<shoal::world>(shoal::init());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shoal-perf: cannot start: %s\n", e.what());
+    return 2;
+  }
+  try {
+    return run(*world, *chosen, opt);
+  } catch (const std::exception& e) {
+    // The other PEs may be waiting in a collective: leave without the world's collective teardown; the
+    // launcher stops the rest of the job.
+    std::fprintf(stderr, "shoal-perf: pe %d: error: %s\n", world->pe(), e.what());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(2);
+  }
+}

@@ -1,0 +1,165 @@
+// `shoal-perf p2p`: point-to-point RMA from PE 0 to PE 1. Put and get bandwidth over sizes and CTA counts
+// (block scope), one warp and one thread for small sizes, the stream-ordered (copy engine) forms, then
+// latencies: p and put_signal ping-pong, fetch_add round trip, barriers. NCCL send/recv beside every put.
+#include <algorithm>
+#include <map>
+
+#include "suites.hpp"
+
+namespace shoal::perf {
+
+namespace {
+
+const std::vector<std::uint64_t> kDefaultSizes = {8,        64,        512,       4ull << 10, 64ull << 10,
+                                                  1ull << 20, 16ull << 20, 256ull << 20, 1ull << 30};
+const std::vector<int> kDefaultCtas = {1, 2, 4, 8, 16, 32, 66, 132};
+const std::vector<std::uint64_t> kSignalSizes = {8, 64, 512, 4ull << 10, 64ull << 10};
+constexpr std::uint64_t kSmallScopeMax = 64ull << 10;  // warp and thread scope rows stop here
+
+row base_row(std::string op, std::string scope, std::string algo, std::string metric, const measurement& m) {
+  row r;
+  r.suite = "p2p";
+  r.op = std::move(op);
+  r.scope = std::move(scope);
+  r.algo = std::move(algo);
+  r.metric = std::move(metric);
+  r.ops = m.ops;
+  r.t = m.t;
+  r.check = m.check;
+  r.note = m.note;
+  return r;
+}
+
+}  // namespace
+
+double gbs(std::uint64_t bytes, double us) { return static_cast<double>(bytes) / us / 1e3; }
+
+row device_rma_row(const context& ctx, const rma_case& c, const measurement& m) {
+  row r = base_row(to_string(c.dir), to_string(c.scope), "sm_copy", "bandwidth", m);
+  r.what = "per message";
+  r.from_pe = c.dir == rma_dir::put ? 0 : 1;
+  r.to_pe = c.dir == rma_dir::put ? 1 : 0;
+  r.bytes = c.bytes;
+  r.ctas = c.ctas;
+  r.threads = c.threads;
+  r.bandwidth_gbs = gbs(c.bytes, m.t.median_us);
+  r.ceiling_gbs = ctx.opt.nvlink_ceiling_gbs;
+  return r;
+}
+
+row stream_rma_row(const context& ctx, rma_dir dir, std::uint64_t bytes, const measurement& m) {
+  row r = base_row(dir == rma_dir::put ? "put_on_stream" : "get_on_stream", "stream", "copy_engine", "bandwidth", m);
+  r.what = "per call";
+  r.from_pe = dir == rma_dir::put ? 0 : 1;
+  r.to_pe = dir == rma_dir::put ? 1 : 0;
+  r.bytes = bytes;
+  r.bandwidth_gbs = gbs(bytes, m.t.median_us);
+  r.ceiling_gbs = ctx.opt.nvlink_ceiling_gbs;
+  return r;
+}
+
+void attach_nccl(row& r, const measurement& nccl) {
+  r.nccl_time_us = nccl.t.median_us;
+  r.nccl_bandwidth_gbs = gbs(r.bytes, nccl.t.median_us);
+  r.nccl_check = nccl.check;
+}
+
+row pingpong_row(pingpong_kind kind, scope_kind scope, std::uint64_t bytes, const measurement& m) {
+  measurement one_way = m;
+  one_way.t.median_us /= 2;
+  one_way.t.p10_us /= 2;
+  one_way.t.p90_us /= 2;
+  const bool p = kind == pingpong_kind::p;
+  row r = base_row(p ? "p_pingpong" : "put_signal_pingpong", to_string(scope), p ? "st_volatile" : "sm_copy+signal",
+                   "latency", one_way);
+  r.what = "one-way = round trip / 2";
+  r.bytes = p ? 8 : bytes;
+  r.ctas = 1;
+  r.threads = scope == scope_kind::warp ? 32 : 1;
+  return r;
+}
+
+row fetch_add_row(const measurement& m) {
+  row r = base_row("atomic_fetch_add", "thread", "remote_atomic", "latency", m);
+  r.what = "round trip";
+  r.bytes = 8;
+  r.ctas = 1;
+  r.threads = 1;
+  return r;
+}
+
+row barrier_row(bool on_stream, const measurement& m) {
+  row r = base_row(on_stream ? "barrier_all_on_stream" : "barrier_all", on_stream ? "stream" : "block",
+                   on_stream ? "stream_memop" : "flags", "latency", m);
+  r.what = "per barrier";
+  r.from_pe = r.to_pe = -1;
+  if (!on_stream) {
+    r.ctas = 1;
+    r.threads = 32;
+  }
+  return r;
+}
+
+void run_p2p(context& ctx) {
+  const std::vector<std::uint64_t>& sizes = ctx.opt.sizes.empty() ? kDefaultSizes : ctx.opt.sizes;
+  const std::vector<int>& ctas = ctx.opt.ctas.empty() ? kDefaultCtas : ctx.opt.ctas;
+  ctx.reserve(*std::max_element(sizes.begin(), sizes.end()));
+  reporter& out = *ctx.out;
+
+  std::map<std::uint64_t, measurement> nccl;
+  if (ctx.nccl != nullptr) {
+    out.note("measuring NCCL send/recv for every size first (shown beside the put rows)...");
+    for (std::uint64_t bytes : sizes) nccl[bytes] = ctx.nccl->measure_send_recv(ctx, bytes);
+  }
+  auto with_nccl = [&](row r) {
+    if (auto it = nccl.find(r.bytes); it != nccl.end()) attach_nccl(r, it->second);
+    return r;
+  };
+
+  for (rma_dir dir : {rma_dir::put, rma_dir::get}) {
+    out.section(dir == rma_dir::put ? "put bandwidth, block scope, PE 0 -> PE 1 (NCCL send/recv beside)"
+                                    : "get bandwidth, block scope, PE 0 reads PE 1");
+    for (std::uint64_t bytes : sizes) {
+      for (int n : ctas) {
+        const rma_case c{.dir = dir, .scope = scope_kind::block, .bytes = bytes, .ctas = n, .threads = ctx.opt.threads};
+        row r = device_rma_row(ctx, c, measure_device_rma(ctx, c));
+        out.add(dir == rma_dir::put ? with_nccl(std::move(r)) : std::move(r));
+      }
+    }
+  }
+
+  out.section("put / get by one warp and by one thread, small sizes");
+  for (rma_dir dir : {rma_dir::put, rma_dir::get}) {
+    for (scope_kind scope : {scope_kind::warp, scope_kind::thread}) {
+      for (std::uint64_t bytes : sizes) {
+        if (bytes > kSmallScopeMax) continue;
+        const rma_case c{.dir = dir, .scope = scope, .bytes = bytes, .ctas = 1, .threads = scope == scope_kind::warp ? 32 : 1};
+        out.add(device_rma_row(ctx, c, measure_device_rma(ctx, c)));
+      }
+    }
+  }
+
+  out.section("put_on_stream / get_on_stream (copy engine), PE 0 -> PE 1 and back (NCCL beside put)");
+  for (rma_dir dir : {rma_dir::put, rma_dir::get}) {
+    for (std::uint64_t bytes : sizes) {
+      row r = stream_rma_row(ctx, dir, bytes, measure_stream_rma(ctx, dir, bytes));
+      out.add(dir == rma_dir::put ? with_nccl(std::move(r)) : std::move(r));
+    }
+  }
+
+  out.section("latency: ping-pong PE 0 <-> PE 1 (one-way), fetch_add round trip, barriers");
+  out.add(pingpong_row(pingpong_kind::p, scope_kind::thread, 8,
+                       measure_pingpong(ctx, pingpong_kind::p, scope_kind::thread, 8)));
+  std::vector<std::uint64_t> signal_sizes;
+  for (std::uint64_t bytes : ctx.opt.sizes.empty() ? kSignalSizes : ctx.opt.sizes)
+    if (bytes <= kSmallScopeMax) signal_sizes.push_back(bytes);
+  for (scope_kind scope : {scope_kind::thread, scope_kind::warp})
+    for (std::uint64_t bytes : signal_sizes)
+      out.add(pingpong_row(pingpong_kind::put_signal, scope, bytes,
+                           measure_pingpong(ctx, pingpong_kind::put_signal, scope, bytes)));
+  out.add(fetch_add_row(measure_fetch_add(ctx)));
+  out.add(barrier_row(true, measure_barrier_on_stream(ctx)));
+  out.add(barrier_row(false, measure_barrier_in_kernel(ctx)));
+}
+
+}  // namespace shoal::perf

@@ -1,0 +1,248 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+namespace shoal::perf {
+
+namespace {
+
+std::string number(double v, int decimals_small = 2) {
+  if (std::isnan(v)) return "-";
+  if (std::fabs(v) < 10) return fmt::format("{:.{}f}", v, decimals_small);
+  if (std::fabs(v) < 1000) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.0f}", v);
+}
+
+nlohmann::json json_number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+std::string target_text(const target& t) {
+  return t.kind == goal::at_least_gbs ? fmt::format(">= {:g} GB/s", t.value) : fmt::format("<= {:g} us", t.value);
+}
+
+// Column layout shared by the heading and the rows.
+constexpr std::string_view kRowFormat =
+    "{:<22} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6} {:>6}  {}";
+
+}  // namespace
+
+std::string format_bytes(std::uint64_t bytes) {
+  constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
+  int unit = 0;
+  while (unit < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return fmt::format("{}{}", bytes, kUnits[unit]);
+}
+
+reporter::reporter(const context& ctx, run_info info, const std::string& json_path)
+    : printing_(ctx.pe == 0), info_(std::move(info)) {
+  if (printing_ && !json_path.empty()) {
+    json_ = std::fopen(json_path.c_str(), "w");
+    if (json_ == nullptr)
+      throw std::runtime_error(fmt::format("cannot open --json file '{}': {}", json_path, std::strerror(errno)));
+  }
+}
+
+reporter::~reporter() {
+  if (json_ != nullptr) std::fclose(json_);
+}
+
+void reporter::header() const {
+  if (!printing_) return;
+  fmt::print("shoal-perf {}  |  {}  |  {} PEs  |  {}  |  commit {}\n", info_.suite, info_.machine, info_.n_pes, info_.date,
+             info_.commit);
+  fmt::print("shoal {}  |  NCCL {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}\n",
+             info_.shoal_version, info_.nccl_version.empty() ? "not in this run" : info_.nccl_version, info_.warmup,
+             info_.reps, info_.rotate ? "rotated past 2 x L2" : "not rotated");
+  fmt::print("launch floor: {} us per empty kernel launch (back to back on one stream)\n\n",
+             number(info_.launch_floor_us));
+  std::fflush(stdout);
+}
+
+void reporter::section(std::string_view title, bool with_targets) {
+  with_targets_ = with_targets;
+  if (!printing_) return;
+  fmt::print("\n== {}\n", title);
+  fmt::print(fmt::runtime(kRowFormat), "op", "scope", "bytes", "ctas x thr", "ops", "time_us", "p10_us", "p90_us", "GB/s",
+             "nccl_us", "nccl_GB/s", "x_nccl", "check", with_targets_ ? "target / verdict / status" : "status");
+  fmt::print("\n");
+  std::fflush(stdout);
+}
+
+void reporter::note(std::string_view text) const {
+  if (!printing_) return;
+  fmt::print("   {}\n", text);
+  std::fflush(stdout);
+}
+
+void reporter::add(row r) {
+  // Status: a failed check outranks everything; a figure above the machine's ceiling is not a result.
+  r.suite = info_.suite;
+  auto append_note = [&](const std::string& s) { r.note = r.note.empty() ? s : r.note + "; " + s; };
+  r.status = "ok";
+  if (r.check == check_result::failed) {
+    r.status = "FAILED";
+  } else if (r.nccl_check == check_result::failed) {
+    r.status = "NCCL FAILED";
+  }
+  if (!std::isnan(r.ceiling_gbs) && r.bandwidth_gbs > r.ceiling_gbs) {
+    append_note(fmt::format("measured {:.1f} GB/s, above the {:.0f} GB/s ceiling", r.bandwidth_gbs, r.ceiling_gbs));
+    r.bandwidth_gbs = kNaN;
+    if (r.status == "ok") r.status = "measurement error";
+  }
+  if (!std::isnan(r.ceiling_gbs) && r.nccl_bandwidth_gbs > r.ceiling_gbs) {
+    append_note(fmt::format("NCCL measured {:.1f} GB/s, above the ceiling", r.nccl_bandwidth_gbs));
+    r.nccl_bandwidth_gbs = kNaN;
+    if (r.status == "ok") r.status = "measurement error";
+  }
+  if (r.aim != nullptr) {
+    if (r.status != "ok") {
+      r.verdict = r.status;
+    } else {
+      double value = r.aim->kind == goal::at_least_gbs ? r.bandwidth_gbs : r.t.median_us;
+      bool pass = r.aim->kind == goal::at_least_gbs ? value >= r.aim->value : value <= r.aim->value;
+      r.verdict = std::isnan(value) ? "-" : (pass ? "pass" : "miss");
+    }
+  }
+  const double ratio = r.bandwidth_gbs / r.nccl_bandwidth_gbs;
+
+  if (printing_) {
+    std::string shape = r.ctas > 0 ? fmt::format("{} x {}", r.ctas, r.threads) : "-";
+    std::string last = r.status;
+    if (with_targets_) last = r.aim ? fmt::format("{:<14} {:<5} {}", target_text(*r.aim), r.verdict, r.status) : fmt::format("{:<20} {}", "", r.status);
+    if (!r.what.empty() && r.metric == "latency") last += fmt::format("  ({})", r.what);
+    if (!r.note.empty()) last += "  " + r.note;
+    fmt::print(fmt::runtime(kRowFormat), r.op, r.scope, r.metric == "latency" && r.bytes == 0 ? "-" : format_bytes(r.bytes),
+               shape, r.ops, number(r.t.median_us), number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs, 1),
+               number(r.nccl_time_us), number(r.nccl_bandwidth_gbs, 1), std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio),
+               to_string(r.check), last);
+    fmt::print("\n");
+    std::fflush(stdout);
+  }
+
+  if (json_ != nullptr) {
+    nlohmann::json j = {
+        {"suite", info_.suite},
+        {"op", r.op},
+        {"scope", r.scope},
+        {"algo", r.algo},
+        {"metric", r.metric},
+        {"what", r.what},
+        {"from_pe", r.from_pe},
+        {"to_pe", r.to_pe},
+        {"bytes", r.bytes},
+        {"ctas", r.ctas},
+        {"threads", r.threads},
+        {"ops", r.ops},
+        {"time_us", json_number(r.t.median_us)},
+        {"p10_us", json_number(r.t.p10_us)},
+        {"p90_us", json_number(r.t.p90_us)},
+        {"bandwidth_gbs", json_number(r.bandwidth_gbs)},
+        {"nccl_time_us", json_number(r.nccl_time_us)},
+        {"nccl_bandwidth_gbs", json_number(r.nccl_bandwidth_gbs)},
+        {"nccl_ratio", json_number(ratio)},
+        {"ceiling_gbs", json_number(r.ceiling_gbs)},
+        {"check", to_string(r.check)},
+        {"nccl_check", to_string(r.nccl_check)},
+        {"status", r.status},
+        {"note", r.note},
+        {"target", r.aim ? nlohmann::json(target_text(*r.aim)) : nlohmann::json(nullptr)},
+        {"target_key", r.aim ? nlohmann::json(std::string(r.aim->key)) : nlohmann::json(nullptr)},
+        {"verdict", r.verdict},
+        {"machine", info_.machine},
+        {"date", info_.date},
+        {"commit", info_.commit},
+        {"shoal_version", info_.shoal_version},
+        {"nccl_version", info_.nccl_version},
+        {"n_pes", info_.n_pes},
+        {"launch_floor_us", json_number(info_.launch_floor_us)},
+        {"warmup", info_.warmup},
+        {"reps", info_.reps},
+        {"rotate", info_.rotate},
+    };
+    std::string line = j.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), json_);
+    std::fflush(json_);
+  }
+  rows_.push_back(std::move(r));
+}
+
+int reporter::failures() const {
+  return static_cast<int>(std::count_if(rows_.begin(), rows_.end(), [](const row& r) {
+    return r.check == check_result::failed || r.nccl_check == check_result::failed;
+  }));
+}
+
+int reporter::measurement_errors() const {
+  return static_cast<int>(
+      std::count_if(rows_.begin(), rows_.end(), [](const row& r) { return r.status == "measurement error"; }));
+}
+
+void reporter::summary() const {
+  if (!printing_) return;
+  fmt::print("\n== summary\n");
+
+  // Bandwidth: best figure per size for each op/scope (over CTA counts), NCCL beside.
+  std::vector<std::string> series;
+  std::map<std::uint64_t, std::map<std::string, std::string>> cells;
+  std::map<std::string, std::map<std::uint64_t, double>> best;
+  auto offer = [&](const std::string& name, std::uint64_t bytes, double gbs, const std::string& where) {
+    if (std::isnan(gbs)) return;
+    if (std::find(series.begin(), series.end(), name) == series.end()) series.push_back(name);
+    auto [it, fresh] = best[name].try_emplace(bytes, gbs);
+    if (fresh || gbs >= it->second) {
+      it->second = gbs;
+      cells[bytes][name] = fmt::format("{:.1f}{}", gbs, where);
+    }
+  };
+  for (const row& r : rows_) {
+    if (r.metric != "bandwidth") continue;
+    offer(r.op + "/" + r.scope, r.bytes, r.bandwidth_gbs, r.ctas > 1 ? fmt::format(" @{}", r.ctas) : "");
+    offer("nccl send/recv", r.bytes, r.nccl_bandwidth_gbs, "");
+  }
+  if (!series.empty()) {
+    fmt::print("best GB/s per size (@ CTA count)\n{:>6}", "bytes");
+    for (const auto& s : series) fmt::print(" {:>16}", s);
+    fmt::print("\n");
+    for (const auto& [bytes, by_series] : cells) {
+      fmt::print("{:>6}", format_bytes(bytes));
+      for (const auto& s : series) {
+        auto it = by_series.find(s);
+        fmt::print(" {:>16}", it == by_series.end() ? "-" : it->second);
+      }
+      fmt::print("\n");
+    }
+  }
+
+  bool any_latency = false;
+  for (const row& r : rows_) {
+    if (r.metric != "latency") continue;
+    if (!any_latency) fmt::print("\nlatency\n");
+    any_latency = true;
+    fmt::print("  {:<22} {:<6} {:>5}  {:>8} us  {}\n", r.op, r.scope, r.bytes ? format_bytes(r.bytes) : "-",
+               number(r.t.median_us), r.what);
+  }
+
+  int pass = 0, miss = 0, other = 0;
+  for (const row& r : rows_) {
+    if (r.aim == nullptr) continue;
+    if (r.verdict == "pass") ++pass;
+    else if (r.verdict == "miss") ++miss;
+    else ++other;
+  }
+  if (pass + miss + other > 0) fmt::print("\ntargets: {} pass, {} miss, {} not judged (failed or measurement error)\n", pass, miss, other);
+
+  fmt::print("\n{} rows, {} FAILED checks, {} measurement errors\n", rows_.size(), failures(), measurement_errors());
+  std::fflush(stdout);
+}
+
+}  // namespace shoal::perf

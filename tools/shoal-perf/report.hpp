@@ -1,0 +1,62 @@
+// Output of a run: the aligned table PE 0 prints as rows arrive, the JSON Lines file (one object per row,
+// with the run's header fields on every row, flushed per row so a crash keeps what was measured), and the
+// summary at the end. Only PE 0 prints and writes; the other PEs keep the rows too, so every PE ends with
+// the same failure count.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace shoal::perf {
+
+// Fields every JSON row carries.
+struct run_info {
+  std::string suite;
+  std::string machine;
+  std::string date;  // UTC, ISO 8601
+  std::string commit;
+  std::string shoal_version;
+  std::string nccl_version;  // "" without NCCL
+  int n_pes = 0;
+  double launch_floor_us = kNaN;
+  int warmup = 0, reps = 0;
+  bool rotate = true;
+};
+
+// "8", "4K", "1M", "1G" (binary units) when exact, else the byte count.
+std::string format_bytes(std::uint64_t bytes);
+
+class reporter {
+ public:
+  // Opens the JSON file on PE 0 (truncating it); throws std::runtime_error when it cannot.
+  reporter(const context& ctx, run_info info, const std::string& json_path);
+  ~reporter();
+  reporter(const reporter&) = delete;
+  reporter& operator=(const reporter&) = delete;
+
+  void header() const;                        // the run's facts, launch floor included
+  // A heading and the column titles; with_targets adds the target and pass/miss columns.
+  void section(std::string_view title, bool with_targets = false);
+  void note(std::string_view text) const;     // a free line under the current section (PE 0)
+  // Sets status (ok / FAILED / measurement error) and verdict, prints the row, appends it to the JSON file.
+  void add(row r);
+  void summary() const;                       // best figures per size and op, latencies, verdicts, failures
+
+  const std::vector<row>& rows() const { return rows_; }
+  int failures() const;            // rows whose shoal or NCCL check failed
+  int measurement_errors() const;
+
+ private:
+  bool printing_;
+  run_info info_;
+  std::FILE* json_ = nullptr;
+  bool with_targets_ = false;
+  std::vector<row> rows_;
+};
+
+}  // namespace shoal::perf

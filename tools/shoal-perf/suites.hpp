@@ -1,0 +1,40 @@
+// The suites of shoal-perf (subcommands) and the row builders they share. A suite is a collective
+// function over the context: it measures and hands rows to ctx.out. Adding one (e.g. `coll`) is one entry
+// in kSuites (main.cpp) and one function.
+#pragma once
+
+#include <string_view>
+
+#include "benches.hpp"
+#include "harness.hpp"
+#include "nccl_peer.hpp"
+#include "report.hpp"
+
+namespace shoal::perf {
+
+struct suite {
+  std::string_view name;
+  std::string_view summary;
+  int min_pes;       // fewer PEs: the suite is skipped with a reason (exit 0)
+  bool wants_nccl;   // open an NCCL communicator for side-by-side columns
+  void (*run)(context& ctx);
+};
+
+void run_p2p(context& ctx);    // p2p.cpp
+void run_quick(context& ctx);  // quick.cpp
+
+// ---- row builders (p2p.cpp) ---------------------------------------------------------------------------
+
+// GB/s of `bytes` moved in `us` microseconds.
+double gbs(std::uint64_t bytes, double us);
+
+row device_rma_row(const context& ctx, const rma_case& c, const measurement& m);
+row stream_rma_row(const context& ctx, rma_dir dir, std::uint64_t bytes, const measurement& m);
+// NCCL's figure for the same bytes, beside a put row.
+void attach_nccl(row& r, const measurement& nccl);
+// Ping-pong: time_us is one-way (round trip / 2).
+row pingpong_row(pingpong_kind kind, scope_kind scope, std::uint64_t bytes, const measurement& m);
+row fetch_add_row(const measurement& m);
+row barrier_row(bool on_stream, const measurement& m);
+
+}  // namespace shoal::perf
