@@ -39,13 +39,24 @@ void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, si
 
 }  // namespace
 
+namespace {
+void require_stream_ordered(const void* local, const char* call) {
+  if (detail::is_pageable(local))
+    throw error(errc::invalid_argument, call,
+                "the local buffer is pageable host memory, which cannot be copied in stream order; use device "
+                "memory or pinned host memory (cudaMallocHost / cudaHostRegister)");
+}
+}  // namespace
+
 void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
   void* remote = w.internals().reachable(dst, bytes, pe, "shoal::put_on_stream");
+  if (bytes != 0) require_stream_ordered(src, "shoal::put_on_stream");
   if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
 }
 
 void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
   void* remote = w.internals().reachable(src, bytes, pe, "shoal::get_on_stream");
+  if (bytes != 0) require_stream_ordered(dst, "shoal::get_on_stream");
   if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
 }
 

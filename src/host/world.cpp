@@ -7,7 +7,6 @@
 
 #include "base/config.hpp"
 #include "base/log.hpp"
-#include "base/log.hpp"
 #include "host/cuda_check.hpp"
 #include "host/world_impl.hpp"
 
@@ -76,6 +75,20 @@ void setup_device(world::impl& w, int requested) {
 
 }  // namespace
 
+bool detail::is_pageable(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // older runtimes report unknown host pointers as an error
+    return true;
+  }
+  return attributes.type == cudaMemoryTypeUnregistered;
+}
+
+std::byte* world::impl::bounce_buffer() {
+  if (bounce == nullptr) SHOAL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&bounce), kBounceBytes));
+  return bounce;
+}
+
 void world::impl::require_device(const char* call) const {
   if (device == kNoDevice)
     throw error(errc::unsupported, call, "this world was created with kNoDevice: it has no GPU and no symmetric heap");
@@ -125,6 +138,7 @@ world::~world() {
   impl_->heap.reset();
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
   if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
+  if (impl_->bounce) SHOAL_CUDA_LOG(cudaFreeHost(impl_->bounce));
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
 }
 

@@ -15,6 +15,12 @@
 
 namespace shoal {
 
+namespace detail {
+// True for host memory the CUDA runtime does not know (plain malloc/stack): copies from it are not
+// stream-ordered, so stream forms refuse it and blocking forms stage it through pinned memory.
+bool is_pageable(const void* p);
+}  // namespace detail
+
 struct world::impl {
   detail::config cfg;
   std::unique_ptr<shoal::bootstrap> boot;
@@ -37,6 +43,9 @@ struct world::impl {
   std::uint64_t stream_barrier_epoch = 0;
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
+  static constexpr std::size_t kBounceBytes = 4u << 20;
+  std::byte* bounce = nullptr;     // pinned host staging for pageable host buffers, made on first use
+  std::byte* bounce_buffer();
   void* scratch = nullptr;        // device scratch for host atomics' results
 
   // Throws shoal::error(errc::unsupported) when the world was made with kNoDevice.

@@ -54,9 +54,14 @@ TEST(Barrier, OnStreamAndHostInterleaved) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   auto* value = static_cast<int*>(w.calloc(w.n_pes(), sizeof(int)));
+  int* mine = nullptr;  // stream-ordered copies need device or pinned memory
+  ASSERT_EQ(cudaMallocHost(&mine, sizeof(int)), cudaSuccess);
+  int pageable = 0;
+  EXPECT_THROW(put_on_stream(w, value, &pageable, sizeof(int), 0, s), shoal::error);
   for (int r = 1; r <= 20; ++r) {
-    int mine = r * 10 + w.pe();
-    for (int pe = 0; pe < w.n_pes(); ++pe) put_on_stream(w, value + w.pe(), &mine, sizeof(int), pe, s);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    *mine = r * 10 + w.pe();
+    for (int pe = 0; pe < w.n_pes(); ++pe) put_on_stream(w, value + w.pe(), mine, sizeof(int), pe, s);
     barrier_all_on_stream(w, s);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     std::vector<int> got(w.n_pes());
@@ -65,6 +70,7 @@ TEST(Barrier, OnStreamAndHostInterleaved) {
     barrier_all(w);
   }
   cudaStreamDestroy(s);
+  cudaFreeHost(mine);
   w.free(value);
 }
 
