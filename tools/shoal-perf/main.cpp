@@ -124,7 +124,7 @@ int run(shoal::world& world, const suite& s, const options& opt) {
                 .warmup = opt.warmup,
                 .reps = opt.reps,
                 .rotate = opt.rotate};
-  reporter out(ctx, info, json_path);
+  reporter out(ctx.pe, info, json_path);
   ctx.out = &out;
   out.header();
   if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");

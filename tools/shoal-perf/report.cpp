@@ -14,10 +14,12 @@ namespace shoal::perf {
 
 namespace {
 
-std::string number(double v, int decimals_small = 2) {
+std::string number(double v) {
   if (std::isnan(v)) return "-";
-  if (std::fabs(v) < 10) return fmt::format("{:.{}f}", v, decimals_small);
-  if (std::fabs(v) < 1000) return fmt::format("{:.1f}", v);
+  const double a = std::fabs(v);
+  if (a < 1) return fmt::format("{:.3f}", v);
+  if (a < 10) return fmt::format("{:.2f}", v);
+  if (a < 1000) return fmt::format("{:.1f}", v);
   return fmt::format("{:.0f}", v);
 }
 
@@ -43,8 +45,8 @@ std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{}{}", bytes, kUnits[unit]);
 }
 
-reporter::reporter(const context& ctx, run_info info, const std::string& json_path)
-    : printing_(ctx.pe == 0), info_(std::move(info)) {
+reporter::reporter(int pe, run_info info, const std::string& json_path)
+    : printing_(pe == 0), info_(std::move(info)) {
   if (printing_ && !json_path.empty()) {
     json_ = std::fopen(json_path.c_str(), "w");
     if (json_ == nullptr)
@@ -63,7 +65,7 @@ void reporter::header() const {
   fmt::print("shoal {}  |  NCCL {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}\n",
              info_.shoal_version, info_.nccl_version.empty() ? "not in this run" : info_.nccl_version, info_.warmup,
              info_.reps, info_.rotate ? "rotated past 2 x L2" : "not rotated");
-  fmt::print("launch floor: {} us per empty kernel launch (back to back on one stream)\n\n",
+  fmt::print("launch floor: {} us per empty kernel launch (back to back on one stream)\n",
              number(info_.launch_floor_us));
   std::fflush(stdout);
 }
@@ -73,7 +75,7 @@ void reporter::section(std::string_view title, bool with_targets) {
   if (!printing_) return;
   fmt::print("\n== {}\n", title);
   fmt::print(fmt::runtime(kRowFormat), "op", "scope", "bytes", "ctas x thr", "ops", "time_us", "p10_us", "p90_us", "GB/s",
-             "nccl_us", "nccl_GB/s", "x_nccl", "check", with_targets_ ? "target / verdict / status" : "status");
+             "nccl_us", "nccl_GB/s", "x_nccl", "check", with_targets_ ? "target          verdict" : "status");
   fmt::print("\n");
   std::fflush(stdout);
 }
@@ -118,12 +120,15 @@ void reporter::add(row r) {
   if (printing_) {
     std::string shape = r.ctas > 0 ? fmt::format("{} x {}", r.ctas, r.threads) : "-";
     std::string last = r.status;
-    if (with_targets_) last = r.aim ? fmt::format("{:<14} {:<5} {}", target_text(*r.aim), r.verdict, r.status) : fmt::format("{:<20} {}", "", r.status);
+    if (with_targets_) {
+      last = fmt::format("{:<14} {:<5}", r.aim ? target_text(*r.aim) : "", r.verdict);
+      if (r.status != "ok" && r.status != r.verdict) last += " " + r.status;
+    }
     if (!r.what.empty() && r.metric == "latency") last += fmt::format("  ({})", r.what);
     if (!r.note.empty()) last += "  " + r.note;
     fmt::print(fmt::runtime(kRowFormat), r.op, r.scope, r.metric == "latency" && r.bytes == 0 ? "-" : format_bytes(r.bytes),
-               shape, r.ops, number(r.t.median_us), number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs, 1),
-               number(r.nccl_time_us), number(r.nccl_bandwidth_gbs, 1), std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio),
+               shape, r.ops, number(r.t.median_us), number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs),
+               number(r.nccl_time_us), number(r.nccl_bandwidth_gbs), std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio),
                to_string(r.check), last);
     fmt::print("\n");
     std::fflush(stdout);

@@ -33,8 +33,9 @@ std::string format_bytes(std::uint64_t bytes);
 
 class reporter {
  public:
-  // Opens the JSON file on PE 0 (truncating it); throws std::runtime_error when it cannot.
-  reporter(const context& ctx, run_info info, const std::string& json_path);
+  // `pe` is this process's PE: only PE 0 prints and opens the JSON file (truncating it); throws
+  // std::runtime_error when it cannot.
+  reporter(int pe, run_info info, const std::string& json_path);
   ~reporter();
   reporter(const reporter&) = delete;
   reporter& operator=(const reporter&) = delete;
