@@ -24,18 +24,16 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 fi
 
-not_run=()
-if ((gpus == 0)); then
-  not_run+=("the benchmarks (shoal-perf): no GPU here (nvidia-smi -L lists none)")
-elif [[ ! -x "$bin/shoal-perf" ]]; then
-  not_run+=("the benchmarks: shoal-perf is not built yet (no $bin/shoal-perf)")
-elif [[ ! -x "$bin/shoalrun" ]]; then
-  not_run+=("the benchmarks: the launcher is not built yet (no $bin/shoalrun)")
-else
+why_not=()
+((gpus > 0)) || why_not+=("no GPU here (nvidia-smi -L lists none)")
+[[ -x "$bin/shoal-perf" ]] || why_not+=("shoal-perf is not built yet (no $bin/shoal-perf)")
+[[ -x "$bin/shoalrun" ]] || why_not+=("shoalrun is not built (no $bin/shoalrun)")
+
+if ((${#why_not[@]} == 0)); then
   echo "== shoalrun -n $gpus -- shoal-perf quick"
-  "$bin/shoalrun" -n "$gpus" --timeout 1200 -- "$bin/shoal-perf" quick
-  exit $?
+  exec "$bin/shoalrun" -n "$gpus" --timeout 1200 -- "$bin/shoal-perf" quick
 fi
 
-for line in "${not_run[@]}"; do echo "main.sh: did not run $line"; done
+echo "main.sh: did not run the benchmarks (shoalrun -n <GPUs> -- shoal-perf quick):"
+for reason in "${why_not[@]}"; do echo "  - $reason"; done
 exit 0
