@@ -1,8 +1,9 @@
 // The public ways to make a bootstrap (shoal/bootstrap.hpp): from the launcher's environment, or from a
 // unique id that PE 0 made and the caller distributed.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <cstdlib>
@@ -75,7 +76,9 @@ unique_id encode_id(const id_contents& c) {
 
 id_contents decode_id(const unique_id& id) {
   const auto* in = id.bytes.data();
-  auto bad = [] { return error(errc::invalid_argument, "make_bootstrap", "the unique_id was not made by make_unique_id"); };
+  auto bad = [] {
+    return error(errc::invalid_argument, "make_bootstrap", "the unique_id was not made by make_unique_id");
+  };
   if (std::memcmp(in, kIdMagic, sizeof kIdMagic) != 0) throw bad();
   std::size_t pos = sizeof kIdMagic;
   id_contents c;
@@ -86,6 +89,19 @@ id_contents decode_id(const unique_id& id) {
     pos += n;
   }
   return c;
+}
+
+// The launcher's socket stays open for the whole process: the hub serves a duplicate, so a second
+// bootstrap after (or beside) the first can serve it again, and connections made while no hub runs wait
+// in its backlog instead of being refused.
+detail::unique_fd adopt_launcher_socket(int fd) {
+  if (fd < 0) return {};
+  detail::unique_fd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!dup)
+    throw error(errc::config, "SHOAL_BOOTSTRAP_LISTEN_FD",
+                fmt::format("descriptor {} is not open in this process: {}", fd, std::strerror(errno)));
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // not for the application's own child processes
+  return dup;
 }
 
 }  // namespace
@@ -129,13 +145,15 @@ std::unique_ptr<bootstrap> make_bootstrap_from_env() {
   if (info.launcher == "single process")
     SHOAL_LOG_INFO(bootstrap, "no launcher found in the environment: running as a job of 1 PE");
   if (info.weak_secret)
-    SHOAL_LOG_INFO(bootstrap, "{} launch without SHOAL_BOOTSTRAP_SECRET: using a secret derived from the job's "
-                   "variables, which keeps jobs apart but does not keep out someone who can read them", info.launcher);
+    SHOAL_LOG_INFO(bootstrap,
+                   "{} launch without SHOAL_BOOTSTRAP_SECRET: using a secret derived from the job's "
+                   "variables, which keeps jobs apart but does not keep out someone who can read them",
+                   info.launcher);
   detail::tcp_bootstrap_options options{.pe = info.pe,
                                         .n_pes = info.n_pes,
                                         .addr = info.addr,
                                         .secret = info.secret.empty() ? detail::random_hex(16) : info.secret,
-                                        .listen_fd = detail::unique_fd(info.listen_fd),
+                                        .listen_fd = adopt_launcher_socket(info.listen_fd),
                                         .timeout_s = cfg.bootstrap_timeout,
                                         .host = node_identity(cfg),
                                         .emulate_nodes = static_cast<int>(cfg.emulate_nodes)};

@@ -79,7 +79,8 @@ void fd_channel::send(int to_pe, const std::string& peer_name, std::span<const i
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         continue;
       }
-      if (errno == EAGAIN) throw error(errc::timeout, context, fmt::format("PE {} accepted no connection in time", to_pe));
+      if (errno == EAGAIN)
+        throw error(errc::timeout, context, fmt::format("PE {} accepted no connection in time", to_pe));
       throw error(errc::peer_failure, context,
                   fmt::format("cannot reach PE {}'s descriptor channel: {} (did PE {} exit?)", to_pe,
                               std::strerror(errno), to_pe));
@@ -113,7 +114,8 @@ void fd_channel::send(int to_pe, const std::string& peer_name, std::span<const i
       }
       if (errno == EPIPE || errno == ECONNRESET || errno == ECONNREFUSED) {
         outbound_.erase(to_pe);
-        throw error(errc::peer_failure, context, fmt::format("PE {} closed its descriptor channel (did it exit?)", to_pe));
+        throw error(errc::peer_failure, context,
+                    fmt::format("PE {} closed its descriptor channel (did it exit?)", to_pe));
       }
       fail_errno(context, "sendmsg");
     }

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -178,7 +180,8 @@ void hub::loop::run(int wake_fd, const std::atomic<int>& command) noexcept {
         fds.push_back({c->fd.get(), events, 0});
       }
       int rc = ::poll(fds.data(), fds.size(), next_deadline().poll_ms());
-      if (rc < 0 && errno != EINTR) throw error(errc::system, "bootstrap hub", fmt::format("poll: {}", std::strerror(errno)));
+      if (rc < 0 && errno != EINTR)
+        throw error(errc::system, "bootstrap hub", fmt::format("poll: {}", std::strerror(errno)));
       if (rc > 0) {
         if (fds[0].revents) {
           std::uint64_t ignored;
@@ -248,6 +251,8 @@ void hub::loop::accept_all() {
         SHOAL_LOG_WARN(bootstrap, "rendezvous hub: out of file descriptors while accepting ({})", std::strerror(errno));
       return;
     }
+    int one = 1;  // headers and payloads go out as separate sends: Nagle would hold the second one back
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto c = std::make_unique<connection>();
     c->fd.reset(fd);
     c->peer = peer_address(fd);
@@ -278,7 +283,7 @@ void hub::loop::on_readable(connection& c) {
       }
       if (c.pe < 0 && (h->type != wire::msg_type::hello || h->size > wire::kMaxHelloBytes))
         return drop(c, h->type != wire::msg_type::hello ? "the first message is not a hello"
-                                                         : fmt::format("a hello of {} bytes", h->size));
+                                                        : fmt::format("a hello of {} bytes", h->size));
       if (h->size > wire::kMaxPayloadBytes)
         return fail(errc::bootstrap, fmt::format("PE {} sent a message of {} bytes", c.pe, h->size));
       c.hdr = h;
@@ -358,10 +363,13 @@ void hub::loop::on_message(connection& c) {
   if (c.pe < 0) return on_hello(c);
   if (failed) return;  // only delivering the failure now
   switch (c.hdr->type) {
-    case wire::msg_type::coll: return on_coll(c);
-    case wire::msg_type::bye: return on_bye(c);
+    case wire::msg_type::coll:
+      return on_coll(c);
+    case wire::msg_type::bye:
+      return on_bye(c);
     default:
-      fail(errc::bootstrap, fmt::format("PE {} sent an unexpected message (type {})", c.pe, static_cast<int>(c.hdr->type)));
+      fail(errc::bootstrap,
+           fmt::format("PE {} sent an unexpected message (type {})", c.pe, static_cast<int>(c.hdr->type)));
   }
 }
 
@@ -373,10 +381,10 @@ void hub::loop::on_hello(connection& c) {
   if (failed) return drop(c, "the job already failed");
   std::string who = fmt::format("PE {} (pid {} on {})", h->pe, h->pid, h->host);
   if (h->n_pes != n_pes)
-    return fail(errc::bootstrap,
-                fmt::format("PEs disagree about the job size: {} was started for {} PEs, PE 0 for {}", who, h->n_pes,
-                            n_pes),
-                &c);
+    return fail(
+        errc::bootstrap,
+        fmt::format("PEs disagree about the job size: {} was started for {} PEs, PE 0 for {}", who, h->n_pes, n_pes),
+        &c);
   if (h->pe < 0 || h->pe >= n_pes)
     return fail(errc::bootstrap, fmt::format("{} is out of range for a job of {} PEs", who, n_pes), &c);
   auto pe = static_cast<std::size_t>(h->pe);
@@ -395,6 +403,11 @@ void hub::loop::on_hello(connection& c) {
   table[pe] = {h->host, h->pid, h->fd_socket};
   if (++n_arrived < n_pes) return;
   rendezvous_done = true;
+  // Nobody else may join now: stop accepting, and drop connections that never became a PE. Closing the
+  // listener also lets a later bootstrap of this process serve the same launcher socket (see factory.cpp).
+  listener.reset();
+  for (auto& other : conns)
+    if (other->fd && other->pe < 0) drop(*other, "the rendezvous completed without it");
   auto payload = std::make_shared<const std::vector<std::byte>>(wire::encode_table(table));
   for (connection* m : members)
     if (m) send(*m, wire::msg_type::table, 0, payload);
@@ -450,7 +463,8 @@ void hub::loop::complete_round() {
       break;
     }
     case wire::coll_kind::broadcast:
-      send_all(std::make_shared<std::vector<std::byte>>(std::move(contributions[static_cast<std::size_t>(coll.root)]->data)));
+      send_all(std::make_shared<std::vector<std::byte>>(
+          std::move(contributions[static_cast<std::size_t>(coll.root)]->data)));
       break;
     case wire::coll_kind::barrier:
       send_all(nullptr);
@@ -483,9 +497,9 @@ void hub::loop::on_bye(connection& c) {
     std::vector<int> waiting;
     for (int p = 0; p < n_pes; ++p)
       if (contributions[static_cast<std::size_t>(p)]) waiting.push_back(p);
-    fail(errc::bootstrap, fmt::format("PE {} finalized after {} collectives while {} wait in {} #{}", pe, c.hdr->seq,
-                                      list_pes(waiting), wire::to_string(contributions[static_cast<std::size_t>(waiting[0])]->coll.kind),
-                                      round_seq));
+    fail(errc::bootstrap,
+         fmt::format("PE {} finalized after {} collectives while {} wait in {} #{}", pe, c.hdr->seq, list_pes(waiting),
+                     wire::to_string(contributions[static_cast<std::size_t>(waiting[0])]->coll.kind), round_seq));
   }
 }
 
@@ -506,8 +520,9 @@ void hub::loop::check_deadlines() {
     for (int pe = 0; pe < n_pes; ++pe)
       if (!contributions[static_cast<std::size_t>(pe)]) missing.push_back(pe);
     const auto& kind = contributions[static_cast<std::size_t>(round_first_pe)]->coll.kind;
-    return fail(errc::timeout, fmt::format("{} did not enter {} #{} within {} of PE {}", list_pes(missing),
-                                           wire::to_string(kind), round_seq, format_seconds(timeout_s), round_first_pe));
+    return fail(errc::timeout,
+                fmt::format("{} did not enter {} #{} within {} of PE {}", list_pes(missing), wire::to_string(kind),
+                            round_seq, format_seconds(timeout_s), round_first_pe));
   }
   if (finish_by && finish_by->expired()) {
     std::vector<int> missing;

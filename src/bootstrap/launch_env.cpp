@@ -45,8 +45,9 @@ class env_reader {
 
 void check_pe(const launch_info& info, const char* pe_var) {
   if (info.pe >= info.n_pes)
-    throw error(errc::bootstrap, "make_bootstrap_from_env",
-                fmt::format("{}={} is not below the job size {} ({} launch)", pe_var, info.pe, info.n_pes, info.launcher));
+    throw error(
+        errc::bootstrap, "make_bootstrap_from_env",
+        fmt::format("{}={} is not below the job size {} ({} launch)", pe_var, info.pe, info.n_pes, info.launcher));
 }
 
 launch_info from_shoalrun(const config& cfg, const env_reader& env) {

@@ -8,7 +8,7 @@
 namespace shoal::detail {
 
 struct node_map {
-  std::vector<int> node_of_pe;               // indexed by pe
+  std::vector<int> node_of_pe;                // indexed by pe
   std::vector<std::vector<int>> pes_of_node;  // each ascending; nodes numbered by their smallest pe
 };
 

@@ -78,10 +78,14 @@ int deadline::poll_ms() const {
 
 const char* to_string(io_status status) noexcept {
   switch (status) {
-    case io_status::ok: return "ok";
-    case io_status::closed: return "connection closed";
-    case io_status::timed_out: return "timed out";
-    case io_status::failed: return "failed";
+    case io_status::ok:
+      return "ok";
+    case io_status::closed:
+      return "connection closed";
+    case io_status::timed_out:
+      return "timed out";
+    case io_status::failed:
+      return "failed";
   }
   return "?";
 }

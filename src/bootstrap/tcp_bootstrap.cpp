@@ -53,12 +53,8 @@ tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pe
       fail(errc::timeout, "rendezvous",
            fmt::format("PE {} could not reach the rendezvous hub (PE 0) at {} within {}: {}", pe_, where_,
                        seconds_text(timeout_s_), why));
-    std::vector<std::byte> hello = wire::encode_hello({.secret = o.secret,
-                                                       .pe = pe_,
-                                                       .n_pes = n_pes_,
-                                                       .pid = ::getpid(),
-                                                       .host = o.host,
-                                                       .fd_socket = fds_->name()});
+    std::vector<std::byte> hello = wire::encode_hello(
+        {.secret = o.secret, .pe = pe_, .n_pes = n_pes_, .pid = ::getpid(), .host = o.host, .fd_socket = fds_->name()});
     wire::header_bytes head = wire::encode_header({wire::msg_type::hello, 0, hello.size()});
     io_status st = write_all(conn_.get(), head.data(), head.size(), until);
     if (st == io_status::ok) st = write_all(conn_.get(), hello.data(), hello.size(), until);
@@ -149,8 +145,9 @@ void tcp_bootstrap::read_payload(std::span<std::byte> out, std::string_view what
   std::string_view context = what.substr(what.find(' ') + 1);
   io_status st = read_all(conn_.get(), out.data(), out.size(), until);
   if (st == io_status::closed)
-    fail(errc::peer_failure, context,
-         fmt::format("lost the connection to the rendezvous hub in PE 0 ({}) {}: PE 0 died or closed it", where_, what));
+    fail(
+        errc::peer_failure, context,
+        fmt::format("lost the connection to the rendezvous hub in PE 0 ({}) {}: PE 0 died or closed it", where_, what));
   if (st == io_status::timed_out)
     fail(errc::timeout, context,
          fmt::format("the rendezvous hub (PE 0 at {}) stalled {} for {}", where_, what, seconds_text(timeout_s_)));
@@ -193,7 +190,8 @@ void tcp_bootstrap::all_gather(const void* mine, void* all, std::size_t bytes) {
 
 void tcp_bootstrap::broadcast(void* data, std::size_t bytes, int root) {
   if (root < 0 || root >= n_pes_)
-    throw error(errc::invalid_argument, "bootstrap broadcast", fmt::format("root {} is not a PE of 0..{}", root, n_pes_ - 1));
+    throw error(errc::invalid_argument, "bootstrap broadcast",
+                fmt::format("root {} is not a PE of 0..{}", root, n_pes_ - 1));
   if (bytes > wire::kMaxPayloadBytes)
     throw error(errc::invalid_argument, "bootstrap broadcast", fmt::format("{} bytes is too large", bytes));
   auto* p = static_cast<std::byte*>(data);
@@ -212,9 +210,9 @@ void tcp_bootstrap::alltoall(const void* send, void* recv, std::size_t bytes) {
 
 int tcp_bootstrap::world_pe_of(int local_peer, std::string_view call) const {
   if (local_peer < 0 || local_peer >= local_size())
-    throw error(errc::invalid_argument, call,
-                fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, node_,
-                            local_size()));
+    throw error(
+        errc::invalid_argument, call,
+        fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, node_, local_size()));
   return node_pes_[static_cast<std::size_t>(local_peer)];
 }
 

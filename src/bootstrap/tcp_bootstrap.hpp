@@ -20,12 +20,12 @@ namespace shoal::detail {
 struct tcp_bootstrap_options {
   int pe = 0;
   int n_pes = 1;
-  std::string addr;         // host:port of the hub; PE 0 with no listen_fd binds it (port 0: any free port)
-  std::string secret;       // every PE of the job presents the same one
-  unique_fd listen_fd;      // PE 0 only, optional: an already-listening socket bound to addr
-  double timeout_s = 60;    // SHOAL_BOOTSTRAP_TIMEOUT
-  std::string host;         // node identity (SHOAL_NODE_ID or the host name)
-  int emulate_nodes = 1;    // SHOAL_EMULATE_NODES
+  std::string addr;       // host:port of the hub; PE 0 with no listen_fd binds it (port 0: any free port)
+  std::string secret;     // every PE of the job presents the same one
+  unique_fd listen_fd;    // PE 0 only, optional: an already-listening socket bound to addr
+  double timeout_s = 60;  // SHOAL_BOOTSTRAP_TIMEOUT
+  std::string host;       // node identity (SHOAL_NODE_ID or the host name)
+  int emulate_nodes = 1;  // SHOAL_EMULATE_NODES
 };
 
 class tcp_bootstrap final : public shoal::bootstrap {
@@ -77,8 +77,8 @@ class tcp_bootstrap final : public shoal::bootstrap {
   int local_pe_ = 0;
   std::vector<int> node_pes_;
 
-  std::mutex mutex_;                 // one collective at a time on the hub connection
-  std::uint64_t seq_ = 0;            // collectives started
+  std::mutex mutex_;                    // one collective at a time on the hub connection
+  std::uint64_t seq_ = 0;               // collectives started
   std::optional<shoal::error> broken_;  // once failed, every later call repeats the failure
   std::mutex fd_mutex_;
 };

@@ -62,6 +62,7 @@ class reader {
     return false;
   }
   std::size_t left() const { return in_.size() - pos_; }
+  bool ok() const { return why_.empty(); }
 
  private:
   bool need(std::size_t n, const char* why) {
@@ -150,7 +151,7 @@ std::optional<std::vector<peer_info>> decode_table(std::span<const std::byte> pa
   // Each entry takes at least 12 bytes; a count the payload cannot hold is corrupt (and must not allocate).
   if (n > r.left() / 12) r.fail(fmt::format("a table of {} entries in {} bytes", n, payload.size()));
   std::vector<peer_info> peers;
-  for (std::uint32_t i = 0; i < n && r.left() > 0; ++i) {
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
     peer_info p;
     r.string(p.host);
     r.integer(p.pid);
@@ -183,10 +184,14 @@ std::optional<failure> decode_failure(std::span<const std::byte> payload, std::s
 
 const char* to_string(coll_kind kind) noexcept {
   switch (kind) {
-    case coll_kind::all_gather: return "all_gather";
-    case coll_kind::broadcast: return "broadcast";
-    case coll_kind::barrier: return "barrier";
-    case coll_kind::alltoall: return "alltoall";
+    case coll_kind::all_gather:
+      return "all_gather";
+    case coll_kind::broadcast:
+      return "broadcast";
+    case coll_kind::barrier:
+      return "barrier";
+    case coll_kind::alltoall:
+      return "alltoall";
   }
   return "unknown collective";
 }
@@ -213,7 +218,8 @@ std::optional<coll_header> decode_coll_header(std::span<const std::byte> payload
   r.integer(kind);
   r.integer(h.root);
   r.integer(h.bytes);
-  if (kind < static_cast<std::uint32_t>(coll_kind::all_gather) || kind > static_cast<std::uint32_t>(coll_kind::alltoall))
+  if (kind < static_cast<std::uint32_t>(coll_kind::all_gather) ||
+      kind > static_cast<std::uint32_t>(coll_kind::alltoall))
     r.fail(fmt::format("unknown collective kind {}", kind));
   if (!r.done(why)) return std::nullopt;
   h.kind = static_cast<coll_kind>(kind);
@@ -222,9 +228,12 @@ std::optional<coll_header> decode_coll_header(std::span<const std::byte> payload
 
 std::optional<std::uint64_t> coll_data_bytes(const coll_header& h, int pe, int n_pes) {
   switch (h.kind) {
-    case coll_kind::all_gather: return h.bytes;
-    case coll_kind::broadcast: return pe == h.root ? h.bytes : 0;
-    case coll_kind::barrier: return 0;
+    case coll_kind::all_gather:
+      return h.bytes;
+    case coll_kind::broadcast:
+      return pe == h.root ? h.bytes : 0;
+    case coll_kind::barrier:
+      return 0;
     case coll_kind::alltoall:
       if (n_pes > 0 && h.bytes > kMaxPayloadBytes / static_cast<std::uint64_t>(n_pes)) return std::nullopt;
       return h.bytes * static_cast<std::uint64_t>(n_pes);
@@ -234,9 +243,12 @@ std::optional<std::uint64_t> coll_data_bytes(const coll_header& h, int pe, int n
 
 std::string describe(const coll_header& h) {
   switch (h.kind) {
-    case coll_kind::barrier: return "barrier";
-    case coll_kind::broadcast: return fmt::format("broadcast of {} bytes from PE {}", h.bytes, h.root);
-    default: return fmt::format("{} of {} bytes", to_string(h.kind), h.bytes);
+    case coll_kind::barrier:
+      return "barrier";
+    case coll_kind::broadcast:
+      return fmt::format("broadcast of {} bytes from PE {}", h.bytes, h.root);
+    default:
+      return fmt::format("{} of {} bytes", to_string(h.kind), h.bytes);
   }
 }
 
