@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "perf_commit.hpp"  // generated at build time: SHOAL_PERF_BUILD_COMMIT
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
 #include "shoal/world.hpp"
@@ -26,9 +27,6 @@
 
 extern char** environ;
 
-#ifndef SHOAL_PERF_BUILD_COMMIT
-#define SHOAL_PERF_BUILD_COMMIT "unknown"
-#endif
 
 namespace shoal::perf {
 namespace {
