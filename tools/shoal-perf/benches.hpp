@@ -26,8 +26,9 @@ struct rma_case {
 };
 
 // A kernel of `ctas` x `threads` on PE 0; the message is cut into one contiguous slice per scope instance
-// (CTA, warp or thread), each moved with put_nbi/get_nbi and followed by quiet. Small messages repeat
-// inside one kernel (slot after slot), large ones take one kernel each. Time per message.
+// (CTA, warp or thread), each moved with put_nbi/get_nbi. Small messages repeat inside one kernel (slot
+// after slot), back to back with one quiet at the end (or quiet after each, with opt.quiet_each); large
+// ones take one kernel each. Time per message.
 measurement measure_device_rma(context& ctx, const rma_case& c);
 
 // put_on_stream / get_on_stream (copy engine) from PE 0, back to back on one stream. Time per call.

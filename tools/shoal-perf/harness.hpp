@@ -47,6 +47,9 @@ struct options {
   bool nccl = true;                     // run NCCL side by side when the build has it
   bool check = true;                    // correctness check after each timed row
   bool rotate = true;                   // rotate buffers so L2 cannot serve repeats (off: one slot)
+  // Device RMA bandwidth: messages of one kernel are back to back with one quiet at the kernel's end (as
+  // NVSHMEM's perftest and OSU put_bw measure), or each message is followed by quiet (latency-bound).
+  bool quiet_each = false;
   double nvlink_ceiling_gbs = 400.0;    // one direction of this machine's NVLink; above it = measurement error
   double local_ceiling_gbs = 4000.0;    // local HBM; above it = measurement error
 };

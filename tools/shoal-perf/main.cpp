@@ -121,7 +121,8 @@ int run(shoal::world& world, const suite& s, const options& opt) {
                 .launch_floor_us = ctx.launch_floor_us,
                 .warmup = opt.warmup,
                 .reps = opt.reps,
-                .rotate = opt.rotate};
+                .rotate = opt.rotate,
+                .quiet_each = opt.quiet_each};
   reporter out(ctx.pe, info, json_path);
   ctx.out = &out;
   out.header();
@@ -165,6 +166,11 @@ int main(int argc, char** argv) {
   app.add_flag("--no-nccl", no_nccl, "do not run NCCL side by side");
   app.add_flag("--no-check", no_check, "skip the correctness checks after timing");
   app.add_flag("--no-rotate", no_rotate, "use one buffer slot per size (L2 may serve repeats)");
+  std::string quiet_mode = "end";
+  app.add_option("--quiet", quiet_mode,
+                 "device put/get bandwidth: 'end' = messages back to back, one quiet per kernel (as NVSHMEM's "
+                 "perftest); 'each' = quiet after every message (latency-bound)")
+      ->check(CLI::IsMember({"end", "each"}));
   const shoal::perf::suite* chosen = nullptr;
   for (const suite& s : kSuites) {
     CLI::App* sub = app.add_subcommand(std::string(s.name), std::string(s.summary));
@@ -183,6 +189,7 @@ int main(int argc, char** argv) {
   opt.nccl = !no_nccl;
   opt.check = !no_check;
   opt.rotate = !no_rotate;
+  opt.quiet_each = quiet_mode == "each";
 
   std::unique_ptr<shoal::world> world;
   try {

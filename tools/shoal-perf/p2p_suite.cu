@@ -34,6 +34,7 @@ struct rma_args {
   std::uint32_t n_slots;
   std::uint32_t first_slot;
   std::uint32_t inner;        // messages this kernel moves, one after the other
+  int quiet_each;             // 1: quiet after every message; 0: one quiet after the last
   int pe;                     // the remote PE
   int get;                    // 0: put src -> dst on pe; 1: get src on pe -> dst
 };
@@ -64,9 +65,10 @@ __global__ void __launch_bounds__(1024) rma_kernel(shoal::device_handle h, rma_a
     const std::uint64_t at = std::uint64_t(slot) * a.slot_stride + offset;
     if (a.get) shoal::get_nbi(scope, h, a.dst + at, a.src + at, n, a.pe);
     else shoal::put_nbi(scope, h, a.dst + at, a.src + at, n, a.pe);
-    shoal::quiet(scope, h);  // the message is complete (put: visible at pe; get: landed) before the next
+    if (a.quiet_each) shoal::quiet(scope, h);  // this message is complete before the next starts
     if (++slot == a.n_slots) slot = 0;
   }
+  shoal::quiet(scope, h);  // every message of this kernel is complete (put: visible at pe; get: landed)
 }
 
 void launch_rma(const rma_case& c, shoal::device_handle h, const rma_args& a, cudaStream_t stream) {
@@ -102,8 +104,8 @@ measurement measure_device_rma(context& ctx, const rma_case& c) {
   const auto inner = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(kInnerBytes / std::max<std::uint64_t>(c.bytes, 1), 1, static_cast<std::uint64_t>(wanted)));
   const std::int64_t launches = (wanted + inner - 1) / inner;
-  rma_args a{ctx.dst(), ctx.src(), c.bytes, context::slot_stride(c.bytes), ctx.n_slots(c.bytes), 0, inner, 1,
-             c.dir == rma_dir::get};
+  rma_args a{ctx.dst(), ctx.src(), c.bytes, context::slot_stride(c.bytes), ctx.n_slots(c.bytes), 0, inner,
+             ctx.opt.quiet_each, 1, c.dir == rma_dir::get};
 
   std::uint64_t next_slot = 0;
   std::vector<double> ms = time_batches(ctx, [&](int) {

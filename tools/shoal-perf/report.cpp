@@ -62,9 +62,10 @@ void reporter::header() const {
   if (!printing_) return;
   fmt::print("shoal-perf {}  |  {}  |  {} PEs  |  {}  |  commit {}\n", info_.suite, info_.machine, info_.n_pes, info_.date,
              info_.commit);
-  fmt::print("shoal {}  |  NCCL {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}\n",
+  fmt::print("shoal {}  |  NCCL {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}  |  quiet {}\n",
              info_.shoal_version, info_.nccl_version.empty() ? "not in this run" : info_.nccl_version, info_.warmup,
-             info_.reps, info_.rotate ? "rotated past 2 x L2" : "not rotated");
+             info_.reps, info_.rotate ? "rotated past 2 x L2" : "not rotated",
+             info_.quiet_each ? "after each message" : "once per kernel");
   fmt::print("launch floor: {} us per empty kernel launch (back to back on one stream)\n",
              number(info_.launch_floor_us));
   std::fflush(stdout);
@@ -173,6 +174,7 @@ void reporter::add(row r) {
         {"warmup", info_.warmup},
         {"reps", info_.reps},
         {"rotate", info_.rotate},
+        {"quiet", info_.quiet_each ? "each" : "end"},
     };
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), json_);

@@ -26,6 +26,7 @@ struct run_info {
   double launch_floor_us = kNaN;
   int warmup = 0, reps = 0;
   bool rotate = true;
+  bool quiet_each = false;
 };
 
 // "8", "4K", "1M", "1G" (binary units) when exact, else the byte count.
