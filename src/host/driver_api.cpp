@@ -38,6 +38,7 @@ driver_api load() {
   resolve(api.mem_import_from_shareable_handle, "cuMemImportFromShareableHandle");
   resolve(api.stream_write_value64, "cuStreamWriteValue64");
   resolve(api.stream_wait_value64, "cuStreamWaitValue64");
+  resolve(api.stream_batch_mem_op, "cuStreamBatchMemOp");
   return api;
 }
 

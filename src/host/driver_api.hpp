@@ -21,6 +21,7 @@ struct driver_api {
   decltype(&::cuMemImportFromShareableHandle) mem_import_from_shareable_handle;
   decltype(&::cuStreamWriteValue64) stream_write_value64;
   decltype(&::cuStreamWaitValue64) stream_wait_value64;
+  decltype(&::cuStreamBatchMemOp) stream_batch_mem_op;
 };
 
 // Throws shoal::error(errc::cuda) if the runtime cannot find the driver or an entry point.

@@ -1,4 +1,7 @@
 // Stream-ordered RMA, signals, waits and barriers (shoal/stream.hpp).
+#include <algorithm>
+#include <vector>
+
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
@@ -94,17 +97,32 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
     SHOAL_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  // Announce my arrival at this epoch in flag[my_pe] of every PE, then wait for every PE's.
+  // Announce my arrival at this epoch in flag[my_pe] of every PE, then wait for every PE's. All of it
+  // goes to the GPU as batches of memory operations: one command per batch instead of one per operation.
   std::uint64_t epoch = ++s.stream_barrier_epoch;
-  const detail::driver_api& cu = detail::driver();
   int me = w.pe();
+  std::vector<CUstreamBatchMemOpParams> ops;
+  ops.reserve(2 * std::size_t(w.n_pes()));
   for (int pe = 0; pe < w.n_pes(); ++pe) {
-    void* flag = s.reachable(s.stream_barrier_flags + me, sizeof(std::uint64_t), pe, "shoal::barrier_all_on_stream");
-    SHOAL_CU_CHECK(cu.stream_write_value64(stream, reinterpret_cast<CUdeviceptr>(flag), epoch, 0));
+    CUstreamBatchMemOpParams op{};
+    op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    op.writeValue.address = reinterpret_cast<CUdeviceptr>(
+        s.reachable(s.stream_barrier_flags + me, sizeof(std::uint64_t), pe, "shoal::barrier_all_on_stream"));
+    op.writeValue.value64 = epoch;
+    ops.push_back(op);
   }
-  for (int pe = 0; pe < w.n_pes(); ++pe)
-    SHOAL_CU_CHECK(cu.stream_wait_value64(stream, reinterpret_cast<CUdeviceptr>(s.stream_barrier_flags + pe), epoch,
-                                          CU_STREAM_WAIT_VALUE_GEQ));
+  for (int pe = 0; pe < w.n_pes(); ++pe) {
+    CUstreamBatchMemOpParams op{};
+    op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    op.waitValue.address = reinterpret_cast<CUdeviceptr>(s.stream_barrier_flags + pe);
+    op.waitValue.value64 = epoch;
+    op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    ops.push_back(op);
+  }
+  const detail::driver_api& cu = detail::driver();
+  constexpr std::size_t kMaxBatch = 256;  // the driver's limit on operations per batch
+  for (std::size_t at = 0; at < ops.size(); at += kMaxBatch)
+    SHOAL_CU_CHECK(cu.stream_batch_mem_op(stream, unsigned(std::min(kMaxBatch, ops.size() - at)), ops.data() + at, 0));
 }
 
 }  // namespace shoal

@@ -20,20 +20,23 @@ namespace detail {
 template <typename Scope>
 __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first) {
   Scope::sync();
-  std::uint64_t epoch = load_acquire(&h.sync->device_barrier_epoch) + 1;
+  // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
+  std::uint64_t epoch = load_relaxed(&h.sync->device_barrier_epoch) + 1;
+  // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
+  // which can then be relaxed. sync_all promises no completion, so it skips the fence.
   if (quiet_first && Scope::leader()) quiet(h);
   Scope::sync();
-  // Announce: write my arrival into flag[my_pe] on every PE (release orders the quiet before it).
+  // Announce: write my arrival into flag[my_pe] on every PE.
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> flag(*remote(h, h.device_barrier_flags + h.pe, pe));
-    flag.store(epoch, cuda::memory_order_release);
+    flag.store(epoch, cuda::memory_order_relaxed);
   }
-  // Wait: every PE's arrival at this epoch (or a later one: a fast PE may already be in the next).
-  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
-  Scope::sync();
+  // The next barrier reads the epoch only after its opening scope barrier, so it can be stored now.
   if (Scope::leader())
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(h.sync->device_barrier_epoch)
         .store(epoch, cuda::memory_order_relaxed);
+  // Wait: every PE's arrival at this epoch (or a later one: a fast PE may already be in the next).
+  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
   Scope::sync();
 }
 

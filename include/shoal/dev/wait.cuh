@@ -52,6 +52,20 @@ __device__ inline T load_acquire(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
 }
 
+template <typename T>
+__device__ inline T load_relaxed(const T* p) {
+  return cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T*>(p)).load(cuda::memory_order_relaxed);
+}
+
+// Polls with relaxed loads (cheaper per poll than acquire loads) and, once the condition holds, makes
+// the last load an acquire with a fence: the relaxed load plus the fence form the acquire pattern.
+template <typename T, typename Pred>
+__device__ inline bool poll_then_acquire(const T* p, T& seen, Pred pred, std::uint64_t timeout_ns) {
+  bool ok = spin_until([&] { return pred(seen = load_relaxed(p)); }, timeout_ns);
+  cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+  return ok;
+}
+
 // The leader waits, then the scope meets and shares the leader's result: the acquire plus the scope
 // barrier make the awaited data visible to every thread of the scope. Waits take thread, warp or block
 // scope (a grid waits per CTA: call the block form).
@@ -84,9 +98,8 @@ __device__ inline auto leader_then_sync(Body body) {
 // Returns once `*ivar` (local, symmetric) compares true against `value`; returns the value seen.
 template <typename T>
 __device__ inline T wait_until(const device_handle& h, const T* ivar, cmp op, T value) {
-  T seen;
-  bool ok = detail::spin_until([&] { return detail::compare(seen = detail::load_acquire(ivar), op, value); },
-                               h.wait_timeout_ns);
+  T seen{};
+  bool ok = detail::poll_then_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
   if (!ok)
     detail::report_wait_timeout(h, "wait_until", ivar, static_cast<unsigned long long>(seen), detail::to_string(op),
                                 static_cast<unsigned long long>(value));
@@ -96,8 +109,9 @@ __device__ inline T wait_until(const device_handle& h, const T* ivar, cmp op, T 
 template <typename T>
 __device__ inline wait_status wait_until_for(const device_handle&, const T* ivar, cmp op, T value,
                                              std::uint64_t timeout_ns) {
-  bool ok = detail::spin_until([&] { return detail::compare(detail::load_acquire(ivar), op, value); },
-                               timeout_ns == 0 ? 1 : timeout_ns);
+  T seen{};
+  bool ok = detail::poll_then_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); },
+                                      timeout_ns == 0 ? 1 : timeout_ns);
   return ok ? wait_status::ok : wait_status::timed_out;
 }
 

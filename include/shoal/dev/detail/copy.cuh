@@ -8,11 +8,11 @@
 
 namespace shoal::detail {
 
-// Copies `count` elements of V with `rank`/`size` threads; 4 independent loads in flight per thread,
-// issued before the stores, hide remote latency.
+// Copies `count` elements of V with `rank`/`size` threads; several independent loads in flight per
+// thread (128 bytes), issued before the stores, hide remote latency.
 template <typename V>
 __device__ inline void copy_elements(V* dst, const V* src, std::size_t count, std::size_t rank, std::size_t size) {
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = sizeof(V) >= 16 ? 8 : 4;
   std::size_t i = rank;
   for (; i + (kUnroll - 1) * size < count; i += kUnroll * size) {
     V v[kUnroll];
