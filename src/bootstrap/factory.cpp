@@ -131,8 +131,8 @@ std::unique_ptr<bootstrap> make_bootstrap(const unique_id& id, int pe, int n_pes
   {
     std::lock_guard lock(g_reserved_mutex);
     auto it = g_reserved.find(c.addr);
-    if (it != g_reserved.end()) {
-      if (pe == 0) options.listen_fd = std::move(it->second);
+    if (it != g_reserved.end() && pe == 0) {
+      options.listen_fd = std::move(it->second);
       g_reserved.erase(it);
     }
   }

@@ -101,8 +101,9 @@ std::string format_seconds(double s) { return fmt::format("{:g} s", s); }
 }  // namespace
 
 struct hub::loop {
-  explicit loop(hub_options o)
-      : listener(std::move(o.listener)),
+  loop(hub_options o, hub::verdict& v)
+      : shared(v),
+        listener(std::move(o.listener)),
         where(std::move(o.where)),
         secret(std::move(o.secret)),
         n_pes(o.n_pes),
@@ -136,6 +137,7 @@ struct hub::loop {
   bool done() const;
   deadline next_deadline() const;
 
+  hub::verdict& shared;  // where the failure is published for PE 0
   unique_fd listener;
   std::string where;
   std::string secret;
@@ -538,6 +540,10 @@ void hub::loop::fail(errc category, std::string message, connection* also) {
   if (failed) return;
   failed = true;
   SHOAL_LOG_DEBUG(bootstrap, "rendezvous hub: job failed: {}", message);
+  {
+    std::lock_guard lock(shared.mutex);
+    shared.failure = wire::failure{category, message};
+  }
   auto payload = std::make_shared<const std::vector<std::byte>>(wire::encode_failure({category, std::move(message)}));
   for (auto& c : conns) {
     if (!c->fd) continue;
@@ -553,7 +559,7 @@ void hub::loop::fail(errc category, std::string message, connection* also) {
   flush_by = deadline::after(std::min(timeout_s, 5.0));
 }
 
-hub::hub(hub_options options) : loop_(std::make_unique<loop>(std::move(options))) {
+hub::hub(hub_options options) : loop_(std::make_unique<loop>(std::move(options), verdict_)) {
   wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_) throw error(errc::system, "bootstrap hub", fmt::format("eventfd: {}", std::strerror(errno)));
   thread_ = std::thread([this] { loop_->run(wake_.get(), command_); });
@@ -577,6 +583,11 @@ void hub::command(int what) noexcept {
 }
 
 void hub::finish() noexcept { command(kFinish); }
+
+std::optional<wire::failure> hub::failure() const {
+  std::lock_guard lock(verdict_.mutex);
+  return verdict_.failure;
+}
 void hub::abort() noexcept { command(kAbort); }
 
 }  // namespace shoal::detail

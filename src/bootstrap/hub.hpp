@@ -10,10 +10,13 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "bootstrap/socket.hpp"
+#include "bootstrap/wire.hpp"
 
 namespace shoal::detail {
 
@@ -38,11 +41,21 @@ class hub {
   void finish() noexcept;
   // PE 0 failed on its own: stop at once (after delivering a failure already decided).
   void abort() noexcept;
+  // The failure the hub decided, if any. PE 0 reads it here rather than over its connection, which the
+  // hub may have closed before PE 0's own hello arrived.
+  std::optional<wire::failure> failure() const;
+
+  // Shared between the owner and the thread.
+  struct verdict {
+    mutable std::mutex mutex;
+    std::optional<wire::failure> failure;
+  };
 
  private:
   struct loop;
   void command(int what) noexcept;
 
+  verdict verdict_;
   std::unique_ptr<loop> loop_;
   unique_fd wake_;  // eventfd that interrupts the thread's poll()
   std::atomic<int> command_{0};

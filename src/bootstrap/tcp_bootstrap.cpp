@@ -38,17 +38,20 @@ tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pe
   // that the hub's message, which names the PE at fault, arrives before this PE gives up on its own.
   const deadline until = reply_deadline();
   fds_ = std::make_unique<fd_channel>(o.secret, pe_);
+  std::string why;
   if (pe_ == 0) {
     unique_fd listener = o.listen_fd ? adopt_listener(std::move(o.listen_fd)) : listen_tcp(hub_at, 4096);
     if (hub_at.port == 0) hub_at.port = bound_port(listener.get());
     where_ = hub_at.text();
+    // Connect before the hub runs: the connection waits in the backlog, so it cannot be refused because
+    // the hub already failed (other PEs' faults) and closed its listener.
+    conn_ = connect_tcp(hub_at, deadline::after(timeout_s_), why);
     hub_ = std::make_unique<hub>(hub_options{std::move(listener), where_, o.secret, n_pes_, timeout_s_});
   } else {
     where_ = hub_at.text();
   }
   try {
-    std::string why;
-    conn_ = connect_tcp(hub_at, deadline::after(timeout_s_), why);
+    if (!conn_) conn_ = connect_tcp(hub_at, deadline::after(timeout_s_), why);
     if (!conn_)
       fail(errc::timeout, "rendezvous",
            fmt::format("PE {} could not reach the rendezvous hub (PE 0) at {} within {}: {}", pe_, where_,
@@ -105,6 +108,13 @@ tcp_bootstrap::~tcp_bootstrap() {
 deadline tcp_bootstrap::reply_deadline() const { return deadline::after(timeout_s_ * 1.25 + 0.5); }
 
 void tcp_bootstrap::fail(errc category, std::string_view context, std::string detail) {
+  if (hub_) {
+    // In PE 0 the hub's own verdict, when there is one, is the cause of whatever this PE saw.
+    if (std::optional<wire::failure> verdict = hub_->failure()) {
+      category = verdict->category;
+      detail = std::move(verdict->message);
+    }
+  }
   broken_.emplace(category, fmt::format("bootstrap {}", context), detail);
   throw *broken_;
 }

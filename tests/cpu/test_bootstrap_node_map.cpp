@@ -1,4 +1,5 @@
 // Grouping PEs into nodes from their host identities, with and without SHOAL_EMULATE_NODES.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "bootstrap/node_map.hpp"
@@ -41,7 +42,7 @@ TEST(BootstrapNodeMap, EmulationPerHostWithUnevenHosts) {
 
 TEST(BootstrapNodeMap, EveryPeInExactlyOneNode) {
   std::vector<std::string> hosts;
-  for (int pe = 0; pe < 97; ++pe) hosts.push_back("h" + std::to_string(pe * 7 % 5));
+  for (int pe = 0; pe < 97; ++pe) hosts.push_back(fmt::format("h{}", pe * 7 % 5));
   for (int k : {1, 2, 3, 7, 50}) {
     node_map m = group_nodes(hosts, k);
     std::vector<int> seen(hosts.size(), 0);
