@@ -16,6 +16,8 @@
 
 namespace shoal {
 
+// Calls may come from any thread, one collective at a time per object; every PE must call the
+// collectives in the same order with matching sizes and roots (a mismatch is an error on all PEs).
 class bootstrap {
  public:
   virtual ~bootstrap() = default;
@@ -57,9 +59,12 @@ struct unique_id {
 unique_id make_unique_id();
 
 // Detects the launcher from the environment: shoalrun (SHOAL_*), torchrun (RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS,
-// SLURM_LOCALID) or Open MPI (OMPI_COMM_WORLD_*), the latter two with SHOAL_BOOTSTRAP_ADDR.
-// Throws shoal::error (errc::bootstrap) saying what is missing when no launcher is recognised.
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; the rendezvous is SHOAL_BOOTSTRAP_ADDR or
+// MASTER_ADDR:MASTER_PORT+1), Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) or Open MPI
+// (OMPI_COMM_WORLD_*), the latter two with SHOAL_BOOTSTRAP_ADDR. Without SHOAL_BOOTSTRAP_SECRET the
+// secret of the last three is derived from job variables: it keeps jobs apart, not attackers out.
+// With no launcher variable at all, the process is a job of 1 PE. Throws shoal::error (errc::bootstrap)
+// saying what it looked for and what is missing when a launcher's variables are incomplete.
 std::unique_ptr<bootstrap> make_bootstrap_from_env();
 
 // The NCCL-style start: every PE calls this with the same id, its own pe, and the same n_pes.
