@@ -15,6 +15,13 @@ namespace {
 
 std::string seconds_text(double s) { return fmt::format("{:g} s", s); }
 
+// "during all_gather #5" -> "all_gather #5", "during the rendezvous" -> "rendezvous": the failing call.
+std::string_view context_of(std::string_view what) {
+  what.remove_prefix(std::min(what.size(), what.find(' ') + 1));
+  if (what.starts_with("the ")) what.remove_prefix(4);
+  return what;
+}
+
 // Takes over a socket handed down by the launcher, checking that it is what it claims to be.
 unique_fd adopt_listener(unique_fd fd) {
   int listening = 0;
@@ -120,7 +127,7 @@ void tcp_bootstrap::fail(errc category, std::string_view context, std::string de
 }
 
 wire::header tcp_bootstrap::expect(wire::msg_type type, std::uint64_t seq, std::string_view what, deadline until) {
-  std::string_view context = what.substr(what.find(' ') + 1);  // "during all_gather #5" -> "all_gather #5"
+  std::string_view context = context_of(what);
   wire::header_bytes bytes{};
   io_status st = read_all(conn_.get(), bytes.data(), bytes.size(), until);
   if (st == io_status::closed)
@@ -152,7 +159,7 @@ wire::header tcp_bootstrap::expect(wire::msg_type type, std::uint64_t seq, std::
 }
 
 void tcp_bootstrap::read_payload(std::span<std::byte> out, std::string_view what, deadline until) {
-  std::string_view context = what.substr(what.find(' ') + 1);
+  std::string_view context = context_of(what);
   io_status st = read_all(conn_.get(), out.data(), out.size(), until);
   if (st == io_status::closed)
     fail(
