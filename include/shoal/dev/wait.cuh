@@ -57,13 +57,11 @@ __device__ inline T load_relaxed(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T*>(p)).load(cuda::memory_order_relaxed);
 }
 
-// Polls with relaxed loads (cheaper per poll than acquire loads) and, once the condition holds, makes
-// the last load an acquire with a fence: the relaxed load plus the fence form the acquire pattern.
+// Polls with acquire loads until pred(value) holds. (Relaxed polling followed by one acquire fence was
+// measured slower: the system-scope fence costs more than acquire on every poll; see docs/perf-notes.md.)
 template <typename T, typename Pred>
-__device__ inline bool poll_then_acquire(const T* p, T& seen, Pred pred, std::uint64_t timeout_ns) {
-  bool ok = spin_until([&] { return pred(seen = load_relaxed(p)); }, timeout_ns);
-  cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-  return ok;
+__device__ inline bool poll_acquire(const T* p, T& seen, Pred pred, std::uint64_t timeout_ns) {
+  return spin_until([&] { return pred(seen = load_acquire(p)); }, timeout_ns);
 }
 
 // The leader waits, then the scope meets and shares the leader's result: the acquire plus the scope
@@ -99,7 +97,7 @@ __device__ inline auto leader_then_sync(Body body) {
 template <typename T>
 __device__ inline T wait_until(const device_handle& h, const T* ivar, cmp op, T value) {
   T seen{};
-  bool ok = detail::poll_then_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
+  bool ok = detail::poll_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
   if (!ok)
     detail::report_wait_timeout(h, "wait_until", ivar, static_cast<unsigned long long>(seen), detail::to_string(op),
                                 static_cast<unsigned long long>(value));
@@ -110,7 +108,7 @@ template <typename T>
 __device__ inline wait_status wait_until_for(const device_handle&, const T* ivar, cmp op, T value,
                                              std::uint64_t timeout_ns) {
   T seen{};
-  bool ok = detail::poll_then_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); },
+  bool ok = detail::poll_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); },
                                       timeout_ns == 0 ? 1 : timeout_ns);
   return ok ? wait_status::ok : wait_status::timed_out;
 }
