@@ -20,7 +20,7 @@ __global__ void ring_exchange(shoal::device_handle h, int* inbox, const int* out
   shoal::signal_wait_until(shoal::block, h, arrived, shoal::cmp::eq, 1);
 }
 
-int main() {
+int run() {
   shoal::world world = shoal::init();
   const int count = 1 << 16;
   int* inbox = world.malloc_array<int>(count);  // symmetric: the same object on every PE
@@ -53,4 +53,13 @@ int main() {
   world.free(arrived);
   world.free(inbox);
   return wrong ? 1 : 0;
+}
+
+int main() {
+  try {
+    return run();
+  } catch (const shoal::error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 }

@@ -18,6 +18,19 @@ struct sync_state {
   std::uint64_t grid_generation;       // bumped by the last CTA to arrive
   std::uint64_t reserved[5];
 };
+// User buffers registered with world::register_buffer: reached through this table, since they do not
+// lie in the heap's slots. The table lives in device memory at a fixed address; register and unregister
+// rewrite it (between kernels that use it).
+struct registered_buffer {
+  std::byte* base;           // this PE's buffer
+  std::uint64_t bytes;
+  std::byte* const* peers;   // device array [local_size]: each node-local PE's buffer, mapped here
+};
+struct registration_table {
+  static constexpr int kCapacity = 64;
+  std::int32_t count;
+  registered_buffer entries[kCapacity];
+};
 }  // namespace detail
 
 struct device_handle {
@@ -34,6 +47,7 @@ struct device_handle {
   detail::sync_state* sync = nullptr;          // this PE's sync words (symmetric)
   std::uint64_t* device_barrier_flags = nullptr;  // [n_pes], symmetric: flag p is written by PE p
   std::uint64_t wait_timeout_ns = 0;  // spin-waits trap after this long; 0 = wait forever
+  const detail::registration_table* registered = nullptr;  // user buffers (world::register_buffer)
 };
 
 static_assert(std::is_trivially_copyable_v<device_handle>, "kernels take the handle by value");

@@ -58,6 +58,14 @@ class world {
     return static_cast<T*>(align(alignof(T) > 256 ? alignof(T) : 256, count * sizeof(T)));
   }
 
+  // Collective over all PEs, in the same order with the same size everywhere: makes this PE's device
+  // buffer [p, p + bytes) (any device memory, e.g. from cudaMalloc or a framework's allocator) act as a
+  // symmetric object: device and host RMA accept addresses inside it and reach the matching buffer of
+  // the target PE (node-local PEs, through CUDA IPC). At most 64 buffers at a time. Unregister (also
+  // collective) before freeing the memory.
+  void register_buffer(void* p, std::size_t bytes);
+  void unregister_buffer(void* p);
+
   // Address of symmetric object `p` on `pe` in this process, for device code or cudaMemcpy; nullptr
   // when that PE is not load/store reachable. Throws for a pe out of range or p outside the heap.
   void* ptr(const void* p, int pe) const;

@@ -39,6 +39,7 @@ driver_api load() {
   resolve(api.stream_write_value64, "cuStreamWriteValue64");
   resolve(api.stream_wait_value64, "cuStreamWaitValue64");
   resolve(api.stream_batch_mem_op, "cuStreamBatchMemOp");
+  resolve(api.mem_get_address_range, "cuMemGetAddressRange");
   return api;
 }
 

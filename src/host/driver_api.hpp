@@ -22,6 +22,7 @@ struct driver_api {
   decltype(&::cuStreamWriteValue64) stream_write_value64;
   decltype(&::cuStreamWaitValue64) stream_wait_value64;
   decltype(&::cuStreamBatchMemOp) stream_batch_mem_op;
+  decltype(&::cuMemGetAddressRange) mem_get_address_range;
 };
 
 // Throws shoal::error(errc::cuda) if the runtime cannot find the driver or an entry point.

@@ -77,7 +77,7 @@ void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_
 
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {
   world::impl& s = w.internals();
-  s.offset_of(sig, sizeof(std::uint64_t), "shoal::signal_wait_until_on_stream");
+  s.reachable(sig, sizeof(std::uint64_t), w.pe(), "shoal::signal_wait_until_on_stream");
   if (op == cmp::ge || op == cmp::eq) {
     unsigned flags = op == cmp::ge ? CU_STREAM_WAIT_VALUE_GEQ : CU_STREAM_WAIT_VALUE_EQ;
     SHOAL_CU_CHECK(detail::driver().stream_wait_value64(stream, reinterpret_cast<CUdeviceptr>(sig), value, flags));

@@ -8,6 +8,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "host/cuda_check.hpp"
+#include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
 
 namespace shoal {
@@ -16,12 +17,20 @@ namespace {
 // Every collective heap call first gathers this from all PEs; any difference is an error on all.
 struct heap_call {
   std::uint64_t sequence;
-  std::uint64_t kind;  // 1 allocate, 2 free
+  std::uint64_t kind;  // 1 allocate, 2 free, 3 register, 4 unregister
   std::uint64_t size_or_offset;
   std::uint64_t alignment;
 };
 
-const char* kind_name(std::uint64_t kind) { return kind == 1 ? "allocate" : kind == 2 ? "free" : "?"; }
+const char* kind_name(std::uint64_t kind) {
+  switch (kind) {
+    case 1: return "allocate";
+    case 2: return "free";
+    case 3: return "register_buffer";
+    case 4: return "unregister_buffer";
+  }
+  return "?";
+}
 
 void agree(world::impl& w, heap_call mine, const char* call) {
   mine.sequence = ++w.collective_calls;
@@ -57,6 +66,8 @@ void setup_device(world::impl& w, int requested) {
   SHOAL_CUDA_CHECK(cudaFree(nullptr));  // create the primary context before driver calls
   SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
   SHOAL_CUDA_CHECK(cudaMalloc(&w.scratch, 64));
+  SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.registration_table), sizeof(detail::registration_table)));
+  SHOAL_CUDA_CHECK(cudaMemset(w.registration_table, 0, sizeof(detail::registration_table)));
 
   w.heap = std::make_unique<detail::symmetric_heap>(
       *w.boot, w.device,
@@ -110,17 +121,95 @@ std::uint64_t world::impl::offset_of(const void* p, std::size_t bytes, const cha
   return std::uint64_t(b - heap->base());
 }
 
+const world::impl::registration* world::impl::registered(const void* p, std::size_t bytes) const {
+  auto* b = static_cast<const std::byte*>(p);
+  for (const registration& r : registrations)
+    if (b >= r.base && std::uint64_t(b - r.base) <= r.bytes && bytes <= r.bytes - std::uint64_t(b - r.base)) return &r;
+  return nullptr;
+}
+
 void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const char* call) const {
   check_pe(pe, call);
-  std::uint64_t offset = offset_of(p, bytes, call);
-  int local = -1;
+  require_device(call);
   auto node = boot->node_pes();
   auto it = std::find(node.begin(), node.end(), pe);
-  if (it != node.end()) local = int(it - node.begin());
+  int local = it != node.end() ? int(it - node.begin()) : -1;
+  const registration* r = registered(p, bytes);
+  std::uint64_t offset = r ? std::uint64_t(static_cast<const std::byte*>(p) - r->base) : offset_of(p, bytes, call);
   if (local < 0)
     throw error(errc::unsupported, call,
                 fmt::format("PE {} is on another node; the proxy transport that reaches it is not built yet", pe));
-  return heap->slot(local) + offset;
+  return r ? r->peers[local] + offset : heap->slot(local) + offset;
+}
+
+void world::impl::upload_registrations() {
+  detail::registration_table table{};
+  table.count = std::int32_t(registrations.size());
+  for (std::size_t i = 0; i < registrations.size(); ++i)
+    table.entries[i] = {registrations[i].base, registrations[i].bytes, registrations[i].device_peers};
+  SHOAL_CUDA_CHECK(cudaMemcpy(registration_table, &table, sizeof(table), cudaMemcpyHostToDevice));
+}
+
+void world::register_buffer(void* p, std::size_t bytes) {
+  impl& w = *impl_;
+  const char* call = "shoal::world::register_buffer";
+  w.require_device(call);
+  if (p == nullptr || bytes == 0) throw error(errc::invalid_argument, call, "null pointer or zero size");
+  if (w.registrations.size() >= std::size_t(detail::registration_table::kCapacity))
+    throw error(errc::invalid_argument, call,
+                fmt::format("{} buffers are registered already, the most there can be", w.registrations.size()));
+  agree(w, heap_call{0, 3, bytes, 0}, call);
+
+  // Each PE exports the allocation holding its buffer, with the buffer's offset inside it.
+  struct exported {
+    cudaIpcMemHandle_t handle;
+    std::uint64_t offset;
+  } mine{};
+  CUdeviceptr allocation = 0;
+  std::size_t allocation_size = 0;
+  SHOAL_CU_CHECK(detail::driver().mem_get_address_range(&allocation, &allocation_size, reinterpret_cast<CUdeviceptr>(p)));
+  SHOAL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(allocation)));
+  mine.offset = reinterpret_cast<CUdeviceptr>(p) - allocation;
+  std::vector<exported> all(std::size_t(w.boot->n_pes()));
+  w.boot->all_gather(&mine, all.data(), sizeof(exported));
+
+  impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
+  try {
+    for (int pe : w.boot->node_pes()) {
+      if (pe == w.boot->pe()) {
+        r.peers.push_back(r.base);
+        continue;
+      }
+      void* mapped = nullptr;
+      SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[pe].handle, cudaIpcMemLazyEnablePeerAccess));
+      r.ipc_mappings.push_back(mapped);
+      r.peers.push_back(static_cast<std::byte*>(mapped) + all[pe].offset);
+    }
+    SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
+    SHOAL_CUDA_CHECK(cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
+  } catch (...) {
+    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+    if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
+    throw;
+  }
+  w.registrations.push_back(std::move(r));
+  w.upload_registrations();
+  w.boot->barrier();  // no PE writes into a peer's buffer before that peer has registered it
+}
+
+void world::unregister_buffer(void* p) {
+  impl& w = *impl_;
+  const char* call = "shoal::world::unregister_buffer";
+  w.require_device(call);
+  auto it = std::find_if(w.registrations.begin(), w.registrations.end(), [&](const impl::registration& r) { return r.base == p; });
+  if (it == w.registrations.end())
+    throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
+  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+  agree(w, heap_call{0, 4, it->bytes, 0}, call);
+  for (void* m : it->ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+  SHOAL_CUDA_LOG(cudaFree(it->device_peers));
+  w.registrations.erase(it);
+  w.upload_registrations();
 }
 
 world::world(std::unique_ptr<impl> impl) noexcept : impl_(std::move(impl)) {}
@@ -135,6 +224,11 @@ world::~world() {
   } catch (const std::exception& e) {
     SHOAL_LOG_WARN(base, "finalize: {}", e.what());
   }
+  for (impl::registration& r : impl_->registrations) {
+    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+    SHOAL_CUDA_LOG(cudaFree(r.device_peers));
+  }
+  if (impl_->registration_table) SHOAL_CUDA_LOG(cudaFree(impl_->registration_table));
   impl_->heap.reset();
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
   if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
@@ -224,6 +318,7 @@ shoal::device_handle world::device_handle() const {
   h.sync = w.sync;
   h.device_barrier_flags = w.device_barrier_flags;
   h.wait_timeout_ns = std::uint64_t(w.cfg.wait_timeout * 1e9);
+  h.registered = w.registration_table;
   return h;
 }
 

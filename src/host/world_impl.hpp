@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "base/config.hpp"
 #include "host/heap_allocator.hpp"
@@ -41,6 +42,20 @@ struct world::impl {
   std::uint64_t* device_barrier_flags = nullptr;  // [n_pes] kernel and graph-captured barriers
   std::uint64_t* stream_barrier_flags = nullptr;  // [n_pes] stream-memop barriers (host-held epochs)
   std::uint64_t stream_barrier_epoch = 0;
+
+  // Registered user buffers (world::register_buffer), mirrored into a device table for kernels.
+  struct registration {
+    std::byte* base;
+    std::uint64_t bytes;
+    std::vector<std::byte*> peers;    // by local PE; mine is `base`
+    std::vector<void*> ipc_mappings;  // to close with cudaIpcCloseMemHandle
+    std::byte** device_peers;         // device copy of `peers`
+  };
+  std::vector<registration> registrations;
+  detail::registration_table* registration_table = nullptr;  // device memory
+  void upload_registrations();
+  // The registration holding [p, p + bytes), or null.
+  const registration* registered(const void* p, std::size_t bytes) const;
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
   static constexpr std::size_t kBounceBytes = 4u << 20;

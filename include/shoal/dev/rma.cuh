@@ -27,8 +27,24 @@ namespace shoal {
 __device__ inline int my_pe(const device_handle& h) { return h.pe; }
 __device__ inline int n_pes(const device_handle& h) { return h.n_pes; }
 
+namespace detail {
+// ptr() for addresses outside the heap: a registered buffer's mapping on `pe`, or nullptr.
+template <typename T>
+__device__ inline T* registered_ptr(const device_handle& h, T* p, int local) {
+  if (h.registered == nullptr) return nullptr;
+  auto* b = reinterpret_cast<const std::byte*>(p);
+  for (int i = 0; i < h.registered->count; ++i) {
+    const registered_buffer& r = h.registered->entries[i];
+    if (b >= r.base && std::uint64_t(b - r.base) < r.bytes)
+      return reinterpret_cast<T*>(const_cast<std::byte*>(r.peers[local] + (b - r.base)));
+  }
+  return nullptr;
+}
+}  // namespace detail
+
 // The address of symmetric object `p` on PE `pe`, usable with plain loads and stores, or nullptr when
-// that PE's memory is not mapped here (another node). One add when the node's PEs are contiguous.
+// that PE's memory is not mapped here (another node). For heap objects it is one add when the node's
+// PEs are numbered contiguously; registered buffers are found in a short table.
 template <typename T>
 __device__ inline T* ptr(const device_handle& h, T* p, int pe) {
   SHOAL_CHECK_PE(h, pe);
@@ -42,6 +58,8 @@ __device__ inline T* ptr(const device_handle& h, T* p, int pe) {
     if (local < 0) return nullptr;
   }
   auto* bytes = reinterpret_cast<std::byte*>(const_cast<std::remove_cv_t<T>*>(p));
+  // The whole slot (not only what is mapped now) belongs to the heap, so handles stay valid as it grows.
+  if (bytes < h.heap_base || bytes - h.heap_base >= h.slot_stride) return detail::registered_ptr(h, p, local);
   return reinterpret_cast<T*>(bytes + std::int64_t(local - h.local_pe) * h.slot_stride);
 }
 

@@ -23,9 +23,19 @@
 
 namespace shoal::detail {
 
-__device__ inline bool in_heap(const device_handle& h, const void* p, std::size_t bytes) {
+__device__ inline bool in_range(const std::byte* base, std::uint64_t size, const void* p, std::size_t bytes) {
   auto* b = static_cast<const std::byte*>(p);
-  return b >= h.heap_base && bytes <= h.heap_capacity && b - h.heap_base <= std::ptrdiff_t(h.heap_capacity - bytes);
+  return b >= base && bytes <= size && std::uint64_t(b - base) <= size - bytes;
+}
+
+// [p, p+bytes) lies in this PE's heap slot or in one registered buffer.
+__device__ inline bool in_symmetric(const device_handle& h, const void* p, std::size_t bytes) {
+  // The whole slot counts, mapped or not yet: a handle taken before the heap grew stays valid.
+  if (in_range(h.heap_base, std::uint64_t(h.slot_stride), p, bytes)) return true;
+  if (h.registered == nullptr) return false;
+  for (int i = 0; i < h.registered->count; ++i)
+    if (in_range(h.registered->entries[i].base, h.registered->entries[i].bytes, p, bytes)) return true;
+  return false;
 }
 
 }  // namespace shoal::detail
@@ -33,5 +43,5 @@ __device__ inline bool in_heap(const device_handle& h, const void* p, std::size_
 // Checks shared by the RMA calls: the PE is in range and [p, p+bytes) lies in this PE's heap slot.
 #define SHOAL_CHECK_PE(h, pe) SHOAL_DEVICE_CHECK(h, (pe) >= 0 && (pe) < (h).n_pes, "pe", pe)
 #define SHOAL_CHECK_SYMMETRIC(h, p, bytes) \
-  SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_heap(h, p, bytes), "offset from heap base", \
+  SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_symmetric(h, p, bytes), "offset from heap base", \
                      static_cast<const std::byte*>(static_cast<const void*>(p)) - (h).heap_base)
