@@ -8,7 +8,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 BUILD=${SHOAL_BUILD_DIR:-build/release}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null || true)
+nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$BUILD/src${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SHOAL_HEAP_SIZE=64M SHOAL_HEAP_CHUNK_SIZE=32M SHOAL_HEAP_MAX_SIZE=2G SHOAL_WAIT_TIMEOUT=20 SHOAL_BOOTSTRAP_TIMEOUT=60
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
@@ -32,6 +32,10 @@ for n in 1 2; do
     run_step "gpu tests, $n PE" "gpu_tests_${n}pe.log" -- "$BUILD/bin/shoalrun" -n $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   fi
 done
+
+if [ -x "$BUILD/bin/ring_exchange" ]; then
+  run_step "example ring_exchange" examples.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
+fi
 
 for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "wait-timeout:timed out after .* waiting for wait_until"; do
