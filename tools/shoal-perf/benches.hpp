@@ -11,7 +11,7 @@
 namespace shoal::perf {
 
 enum class rma_dir { put, get };
-enum class scope_kind { thread, warp, block };
+enum class scope_kind { thread, warp, block, grid };
 const char* to_string(rma_dir d);
 const char* to_string(scope_kind s);
 

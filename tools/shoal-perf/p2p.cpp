@@ -128,6 +128,19 @@ void run_p2p(context& ctx) {
     }
   }
 
+  for (rma_dir dir : {rma_dir::put, rma_dir::get}) {
+    out.section(dir == rma_dir::put ? "put bandwidth, grid scope (one call by the whole grid), PE 0 -> PE 1"
+                                    : "get bandwidth, grid scope, PE 0 reads PE 1");
+    for (std::uint64_t bytes : sizes) {
+      if (bytes < (1u << 20)) continue;  // grid scope is for bulk transfers
+      for (int n : ctas) {
+        const rma_case c{.dir = dir, .scope = scope_kind::grid, .bytes = bytes, .ctas = n, .threads = ctx.opt.threads};
+        row r = device_rma_row(ctx, c, measure_device_rma(ctx, c));
+        out.add(dir == rma_dir::put ? with_nccl(std::move(r)) : std::move(r));
+      }
+    }
+  }
+
   out.section("put / get by one warp and by one thread, small sizes");
   for (rma_dir dir : {rma_dir::put, rma_dir::get}) {
     for (scope_kind scope : {scope_kind::warp, scope_kind::thread}) {

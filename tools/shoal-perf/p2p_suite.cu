@@ -18,6 +18,7 @@ const char* to_string(scope_kind s) {
     case scope_kind::thread: return "thread";
     case scope_kind::warp: return "warp";
     case scope_kind::block: return "block";
+    case scope_kind::grid: return "grid";
   }
   return "?";
 }
@@ -46,7 +47,10 @@ template <typename Scope>
 __global__ void __launch_bounds__(1024) rma_kernel(shoal::device_handle h, rma_args a) {
   constexpr Scope scope{};
   unsigned units, unit;
-  if constexpr (std::is_same_v<Scope, shoal::block_scope>) {
+  if constexpr (std::is_same_v<Scope, shoal::grid_scope>) {
+    units = 1;  // one grid-wide call: the library interleaves the grid's threads over the whole message
+    unit = 0;
+  } else if constexpr (std::is_same_v<Scope, shoal::block_scope>) {
     units = gridDim.x;
     unit = blockIdx.x;
   } else if constexpr (std::is_same_v<Scope, shoal::warp_scope>) {
@@ -77,6 +81,7 @@ void launch_rma(const rma_case& c, shoal::device_handle h, const rma_args& a, cu
     case scope_kind::thread: rma_kernel<shoal::thread_scope><<<grid, block, 0, stream>>>(h, a); break;
     case scope_kind::warp: rma_kernel<shoal::warp_scope><<<grid, block, 0, stream>>>(h, a); break;
     case scope_kind::block: rma_kernel<shoal::block_scope><<<grid, block, 0, stream>>>(h, a); break;
+    case scope_kind::grid: rma_kernel<shoal::grid_scope><<<grid, block, 0, stream>>>(h, a); break;
   }
   SHOAL_PERF_CUDA(cudaGetLastError());
 }

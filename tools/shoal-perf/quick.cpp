@@ -60,6 +60,11 @@ void run_quick(context& ctx) {
     const rma_case c{.dir = rma_dir::get, .scope = scope_kind::block, .bytes = bytes, .ctas = ctas, .threads = ctx.opt.threads};
     return device_rma_row(ctx, c, measure_device_rma(ctx, c));
   };
+  // Grid scope: one call by the whole grid, the threads interleaved over the message.
+  auto grid_rma = [&](rma_dir dir, std::uint64_t bytes, int ctas) {
+    const rma_case c{.dir = dir, .scope = scope_kind::grid, .bytes = bytes, .ctas = ctas, .threads = ctx.opt.threads};
+    return device_rma_row(ctx, c, measure_device_rma(ctx, c));
+  };
 
   out.section("quick: headline rows of TARGETS.md (PE 0 -> PE 1)", true);
   out.add(aimed(beside(put(k256M, 32), nccl_256M), "put_256M_32"));
@@ -67,6 +72,8 @@ void run_quick(context& ctx) {
   out.add(aimed(beside(best_put(ctx, k1M, {8, 16, 32, 66}), nccl_1M), "put_1M"));
   out.add(aimed(best_put(ctx, k64K, {4, 8, 16, 32}), "put_64K"));
   for (int n : {16, 32, 132}) out.add(aimed(get(k256M, n), "get_256M"));
+  for (int n : {32, 132}) out.add(aimed(beside(grid_rma(rma_dir::put, k256M, n), nccl_256M), "put_256M_16to132"));
+  for (int n : {32, 132}) out.add(aimed(grid_rma(rma_dir::get, k256M, n), "get_256M"));
   out.add(aimed(beside(stream_rma_row(ctx, rma_dir::put, k256M, measure_stream_rma(ctx, rma_dir::put, k256M)), nccl_256M),
                 "put_on_stream_256M"));
 
