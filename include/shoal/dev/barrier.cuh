@@ -23,7 +23,8 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
   std::uint64_t epoch = load_relaxed(&h.sync->device_barrier_epoch) + 1;
   // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
-  // which can then be relaxed. sync_all promises no completion, so it skips the fence.
+  // which can then be relaxed. sync_all promises no completion, so it skips the fence. (A release fence
+  // instead of quiet measured the same: docs/perf-notes.md.)
   if (quiet_first && Scope::leader()) quiet(h);
   Scope::sync();
   // Announce: write my arrival into flag[my_pe] on every PE.
