@@ -22,9 +22,9 @@ struct sync_state {
 // lie in the heap's slots. The table lives in device memory at a fixed address; register and unregister
 // rewrite it (between kernels that use it).
 struct registered_buffer {
-  std::byte* base;           // this PE's buffer
+  std::byte* base;  // this PE's buffer
   std::uint64_t bytes;
-  std::byte* const* peers;   // device array [local_size]: each node-local PE's buffer, mapped here
+  std::byte* const* peers;  // device array [local_size]: each node-local PE's buffer, mapped here
 };
 struct registration_table {
   static constexpr int kCapacity = 64;
@@ -34,19 +34,19 @@ struct registration_table {
 }  // namespace detail
 
 struct device_handle {
-  std::byte* heap_base = nullptr;     // this PE's heap slot in this process's address space
-  std::uint64_t heap_capacity = 0;    // bytes mapped per PE when the handle was taken
-  std::int64_t slot_stride = 0;       // bytes between the heap slots of adjacent node-local PEs
+  std::byte* heap_base = nullptr;   // this PE's heap slot in this process's address space
+  std::uint64_t heap_capacity = 0;  // bytes mapped per PE when the handle was taken
+  std::int64_t slot_stride = 0;     // bytes between the heap slots of adjacent node-local PEs
   std::int32_t pe = -1;
   std::int32_t n_pes = 0;
-  std::int32_t local_pe = 0;          // index of this PE among its node's PEs
+  std::int32_t local_pe = 0;  // index of this PE among its node's PEs
   std::int32_t local_size = 1;
-  std::int32_t node_first_pe = 0;     // when node_contiguous, PE p has local index p - node_first_pe
+  std::int32_t node_first_pe = 0;  // when node_contiguous, PE p has local index p - node_first_pe
   std::int32_t node_contiguous = 1;
-  const std::int32_t* local_index = nullptr;  // device array [n_pes]: node-local index of each PE, or -1
-  detail::sync_state* sync = nullptr;          // this PE's sync words (symmetric)
-  std::uint64_t* device_barrier_flags = nullptr;  // [n_pes], symmetric: flag p is written by PE p
-  std::uint64_t wait_timeout_ns = 0;  // spin-waits trap after this long; 0 = wait forever
+  const std::int32_t* local_index = nullptr;               // device array [n_pes]: node-local index of each PE, or -1
+  detail::sync_state* sync = nullptr;                      // this PE's sync words (symmetric)
+  std::uint64_t* device_barrier_flags = nullptr;           // [n_pes], symmetric: flag p is written by PE p
+  std::uint64_t wait_timeout_ns = 0;                       // spin-waits trap after this long; 0 = wait forever
   const detail::registration_table* registered = nullptr;  // user buffers (world::register_buffer)
 };
 

@@ -40,7 +40,7 @@ void barrier_all(world& w);
 // ---- atomics: the same semantics as the device forms (shoal/dev/atomic.cuh), on 32/64-bit integers,
 // and fetch/set/swap/fetch_add/add on float and double.
 template <typename T>
-concept host_atomic_integer = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
+concept host_atomic_integer = std::is_integral_v<T> &&(sizeof(T) == 4 || sizeof(T) == 8);
 template <typename T>
 concept host_atomic_arithmetic = host_atomic_integer<T> || std::is_same_v<T, float> || std::is_same_v<T, double>;
 
@@ -51,32 +51,60 @@ template <host_atomic_arithmetic T>
 T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe);
 
 template <host_atomic_arithmetic T>
-T atomic_fetch(world& w, const T* target, int pe) { return host_atomic(w, atomic_kind::fetch, const_cast<T*>(target), T{}, T{}, pe); }
+T atomic_fetch(world& w, const T* target, int pe) {
+  return host_atomic(w, atomic_kind::fetch, const_cast<T*>(target), T{}, T{}, pe);
+}
 template <host_atomic_arithmetic T>
-void atomic_set(world& w, T* target, T value, int pe) { host_atomic(w, atomic_kind::set, target, value, T{}, pe); }
+void atomic_set(world& w, T* target, T value, int pe) {
+  host_atomic(w, atomic_kind::set, target, value, T{}, pe);
+}
 template <host_atomic_arithmetic T>
-T atomic_swap(world& w, T* target, T value, int pe) { return host_atomic(w, atomic_kind::swap, target, value, T{}, pe); }
+T atomic_swap(world& w, T* target, T value, int pe) {
+  return host_atomic(w, atomic_kind::swap, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-T atomic_compare_swap(world& w, T* target, T cond, T value, int pe) { return host_atomic(w, atomic_kind::compare_swap, target, value, cond, pe); }
+T atomic_compare_swap(world& w, T* target, T cond, T value, int pe) {
+  return host_atomic(w, atomic_kind::compare_swap, target, value, cond, pe);
+}
 template <host_atomic_arithmetic T>
-T atomic_fetch_add(world& w, T* target, T value, int pe) { return host_atomic(w, atomic_kind::fetch_add, target, value, T{}, pe); }
+T atomic_fetch_add(world& w, T* target, T value, int pe) {
+  return host_atomic(w, atomic_kind::fetch_add, target, value, T{}, pe);
+}
 template <host_atomic_arithmetic T>
-void atomic_add(world& w, T* target, T value, int pe) { host_atomic(w, atomic_kind::fetch_add, target, value, T{}, pe); }
+void atomic_add(world& w, T* target, T value, int pe) {
+  host_atomic(w, atomic_kind::fetch_add, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-T atomic_fetch_inc(world& w, T* target, int pe) { return host_atomic(w, atomic_kind::fetch_add, target, T{1}, T{}, pe); }
+T atomic_fetch_inc(world& w, T* target, int pe) {
+  return host_atomic(w, atomic_kind::fetch_add, target, T{1}, T{}, pe);
+}
 template <host_atomic_integer T>
-void atomic_inc(world& w, T* target, int pe) { host_atomic(w, atomic_kind::fetch_add, target, T{1}, T{}, pe); }
+void atomic_inc(world& w, T* target, int pe) {
+  host_atomic(w, atomic_kind::fetch_add, target, T{1}, T{}, pe);
+}
 template <host_atomic_integer T>
-T atomic_fetch_and(world& w, T* target, T value, int pe) { return host_atomic(w, atomic_kind::fetch_and, target, value, T{}, pe); }
+T atomic_fetch_and(world& w, T* target, T value, int pe) {
+  return host_atomic(w, atomic_kind::fetch_and, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-void atomic_and(world& w, T* target, T value, int pe) { host_atomic(w, atomic_kind::fetch_and, target, value, T{}, pe); }
+void atomic_and(world& w, T* target, T value, int pe) {
+  host_atomic(w, atomic_kind::fetch_and, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-T atomic_fetch_or(world& w, T* target, T value, int pe) { return host_atomic(w, atomic_kind::fetch_or, target, value, T{}, pe); }
+T atomic_fetch_or(world& w, T* target, T value, int pe) {
+  return host_atomic(w, atomic_kind::fetch_or, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-void atomic_or(world& w, T* target, T value, int pe) { host_atomic(w, atomic_kind::fetch_or, target, value, T{}, pe); }
+void atomic_or(world& w, T* target, T value, int pe) {
+  host_atomic(w, atomic_kind::fetch_or, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-T atomic_fetch_xor(world& w, T* target, T value, int pe) { return host_atomic(w, atomic_kind::fetch_xor, target, value, T{}, pe); }
+T atomic_fetch_xor(world& w, T* target, T value, int pe) {
+  return host_atomic(w, atomic_kind::fetch_xor, target, value, T{}, pe);
+}
 template <host_atomic_integer T>
-void atomic_xor(world& w, T* target, T value, int pe) { host_atomic(w, atomic_kind::fetch_xor, target, value, T{}, pe); }
+void atomic_xor(world& w, T* target, T value, int pe) {
+  host_atomic(w, atomic_kind::fetch_xor, target, value, T{}, pe);
+}
 
 }  // namespace shoal

@@ -47,9 +47,9 @@ class world {
   // Allocation returns the same offset on every PE; size 0 returns nullptr. The heap grows by mapping
   // more chunks when an allocation does not fit; device handles taken earlier stay valid.
 
-  void* malloc(std::size_t bytes);                         // 256-byte aligned
-  void* calloc(std::size_t count, std::size_t size);       // zeroed on every PE before any PE returns
-  void* align(std::size_t alignment, std::size_t bytes);   // alignment: a power of two
+  void* malloc(std::size_t bytes);                        // 256-byte aligned
+  void* calloc(std::size_t count, std::size_t size);      // zeroed on every PE before any PE returns
+  void* align(std::size_t alignment, std::size_t bytes);  // alignment: a power of two
   // Waits for this PE's device work to finish (as cudaFree does), then frees on every PE.
   void free(void* p);
 

@@ -14,7 +14,6 @@
 namespace shoal::detail {
 namespace {
 
-
 [[noreturn]] void reject(const char* name, std::string_view text, std::string_view expected) {
   throw error(errc::config, name, fmt::format("'{}' is not valid: expected {}", text, expected));
 }
@@ -41,7 +40,8 @@ std::vector<std::string> split_words(std::string_view text) {
 
 // "lo..hi" bounds of a numeric row; both ends inclusive.
 template <typename T>
-void check_range(const char* name, std::string_view text, T value, std::string_view accepts, T (*parse)(const char*, std::string_view)) {
+void check_range(const char* name, std::string_view text, T value, std::string_view accepts,
+                 T (*parse)(const char*, std::string_view)) {
   size_t dots = accepts.find("..");
   if (dots == std::string_view::npos) return;
   T lo = parse(name, accepts.substr(0, dots));
@@ -98,13 +98,20 @@ std::span<const config_var> config_table() noexcept {
 
 const char* to_string(config_kind kind) noexcept {
   switch (kind) {
-    case config_kind::boolean: return "boolean";
-    case config_kind::integer: return "integer";
-    case config_kind::bytes: return "bytes";
-    case config_kind::seconds: return "seconds";
-    case config_kind::string: return "string";
-    case config_kind::choice: return "choice";
-    case config_kind::list: return "list";
+    case config_kind::boolean:
+      return "boolean";
+    case config_kind::integer:
+      return "integer";
+    case config_kind::bytes:
+      return "bytes";
+    case config_kind::seconds:
+      return "seconds";
+    case config_kind::string:
+      return "string";
+    case config_kind::choice:
+      return "choice";
+    case config_kind::list:
+      return "list";
   }
   return "?";
 }
@@ -123,15 +130,23 @@ std::uint64_t parse_bytes(const char* name, std::string_view text) {
   if (text.empty() || ec != std::errc{}) reject(name, text, "a size such as 4096, 64K, 2M or 1G");
   std::string suffix(end, text.data() + text.size());
   std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return std::toupper(c); });
-  if (suffix.ends_with("IB")) suffix.resize(suffix.size() - 2);
-  else if (suffix.size() == 2 && suffix.back() == 'B') suffix.pop_back();
+  if (suffix.ends_with("IB"))
+    suffix.resize(suffix.size() - 2);
+  else if (suffix.size() == 2 && suffix.back() == 'B')
+    suffix.pop_back();
   int shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else if (suffix == "T") shift = 40;
-  else reject(name, text, "a size such as 4096, 64K, 2M or 1G");
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (suffix == "T")
+    shift = 40;
+  else
+    reject(name, text, "a size such as 4096, 64K, 2M or 1G");
   if (shift > 0 && value > (UINT64_MAX >> shift)) reject(name, text, "a size that fits in 64 bits");
   return value << shift;
 }
@@ -140,10 +155,18 @@ double parse_seconds(const char* name, std::string_view text) {
   // Seconds as a decimal number, or with a unit: 500ms, 2s, 5m.
   std::string s(text);
   double scale = 1.0;
-  if (s.ends_with("ms")) { scale = 1e-3; s.resize(s.size() - 2); }
-  else if (s.ends_with("us")) { scale = 1e-6; s.resize(s.size() - 2); }
-  else if (s.ends_with("s")) { s.pop_back(); }
-  else if (s.ends_with("m")) { scale = 60.0; s.pop_back(); }
+  if (s.ends_with("ms")) {
+    scale = 1e-3;
+    s.resize(s.size() - 2);
+  } else if (s.ends_with("us")) {
+    scale = 1e-6;
+    s.resize(s.size() - 2);
+  } else if (s.ends_with("s")) {
+    s.pop_back();
+  } else if (s.ends_with("m")) {
+    scale = 60.0;
+    s.pop_back();
+  }
   char* end = nullptr;
   errno = 0;
   double value = s.empty() ? NAN : std::strtod(s.c_str(), &end);
@@ -156,14 +179,16 @@ config config::load(const getenv_fn& getenv_fn) {
   auto get = [&](const char* name) -> const char* { return getenv_fn ? getenv_fn(name) : std::getenv(name); };
   config c;
   // Each field is parsed from the environment if set, else from the table's default, with one rule per kind.
-#define SHOAL_CONFIG(field, kind, dflt, accepts, doc)                                              \
-  {                                                                                                \
-    const std::string name = upper_name("SHOAL_" #field);                                          \
-    const char* set = get(name.c_str());                                                           \
+#define SHOAL_CONFIG(field, kind, dflt, accepts, doc)                                                          \
+  {                                                                                                            \
+    const std::string name = upper_name("SHOAL_" #field);                                                      \
+    const char* set = get(name.c_str());                                                                       \
     std::string_view text = (set != nullptr && *set != '\0') ? std::string_view(set) : std::string_view(dflt); \
-    c.field = parse_field_##kind(name.c_str(), text, accepts);                                    \
+    c.field = parse_field_##kind(name.c_str(), text, accepts);                                                 \
   }
-  [[maybe_unused]] auto parse_field_boolean = [](const char* n, std::string_view t, std::string_view) { return parse_boolean(n, t); };
+  [[maybe_unused]] auto parse_field_boolean = [](const char* n, std::string_view t, std::string_view) {
+    return parse_boolean(n, t);
+  };
   auto parse_field_integer = [](const char* n, std::string_view t, std::string_view a) {
     std::int64_t v = parse_integer(n, t);
     check_range<std::int64_t>(n, t, v, a, parse_integer);

@@ -13,7 +13,7 @@ enum class config_kind { boolean, integer, bytes, seconds, string, choice, list 
 
 // One row of the table, for help text and validation.
 struct config_var {
-  const char* name;         // e.g. "SHOAL_LOG_LEVEL"
+  const char* name;  // e.g. "SHOAL_LOG_LEVEL"
   config_kind kind;
   const char* default_value;
   const char* accepts;

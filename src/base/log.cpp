@@ -12,7 +12,8 @@ namespace shoal::detail {
 namespace {
 
 constexpr const char* kLevelNames[] = {"error", "warn", "info", "debug", "trace"};
-constexpr const char* kSubsystemNames[] = {"base", "bootstrap", "heap", "transport", "proxy", "coll", "perf", "launcher"};
+constexpr const char* kSubsystemNames[] = {"base",  "bootstrap", "heap", "transport",
+                                           "proxy", "coll",      "perf", "launcher"};
 
 struct log_filter {
   log_level lowest = log_level::warn;
@@ -54,8 +55,9 @@ bool log_enabled(log_level level, log_subsystem subsystem) noexcept {
 void log_write(log_level level, log_subsystem subsystem, std::string_view message) noexcept {
   try {
     int pe = g_pe.load(std::memory_order_relaxed);
-    std::string line = pe >= 0 ? fmt::format("shoal pe {} {} {}: ", pe, kLevelNames[int(level)], kSubsystemNames[int(subsystem)])
-                               : fmt::format("shoal {} {}: ", kLevelNames[int(level)], kSubsystemNames[int(subsystem)]);
+    std::string line =
+        pe >= 0 ? fmt::format("shoal pe {} {} {}: ", pe, kLevelNames[int(level)], kSubsystemNames[int(subsystem)])
+                : fmt::format("shoal {} {}: ", kLevelNames[int(level)], kSubsystemNames[int(subsystem)]);
     line += message;
     line += '\n';
     // One write per line so lines of concurrent threads and processes do not interleave.

@@ -23,9 +23,13 @@ void log(log_level level, log_subsystem subsystem, fmt::format_string<Args...> f
   if (log_enabled(level, subsystem)) log_write(level, subsystem, fmt::format(format, std::forward<Args>(args)...));
 }
 
-#define SHOAL_LOG_ERROR(subsys, ...) ::shoal::detail::log(::shoal::detail::log_level::error, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
-#define SHOAL_LOG_WARN(subsys, ...) ::shoal::detail::log(::shoal::detail::log_level::warn, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
-#define SHOAL_LOG_INFO(subsys, ...) ::shoal::detail::log(::shoal::detail::log_level::info, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
-#define SHOAL_LOG_DEBUG(subsys, ...) ::shoal::detail::log(::shoal::detail::log_level::debug, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
+#define SHOAL_LOG_ERROR(subsys, ...) \
+  ::shoal::detail::log(::shoal::detail::log_level::error, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
+#define SHOAL_LOG_WARN(subsys, ...) \
+  ::shoal::detail::log(::shoal::detail::log_level::warn, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
+#define SHOAL_LOG_INFO(subsys, ...) \
+  ::shoal::detail::log(::shoal::detail::log_level::info, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
+#define SHOAL_LOG_DEBUG(subsys, ...) \
+  ::shoal::detail::log(::shoal::detail::log_level::debug, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
 
 }  // namespace shoal::detail

@@ -20,20 +20,20 @@ void log_cuda_error(cudaError_t status, const char* call, const char* file, int 
 
 }  // namespace shoal::detail
 
-#define SHOAL_CUDA_CHECK(call)                                                                         \
-  do {                                                                                                 \
-    cudaError_t shoal_status_ = (call);                                                                \
+#define SHOAL_CUDA_CHECK(call)                                                                                     \
+  do {                                                                                                             \
+    cudaError_t shoal_status_ = (call);                                                                            \
     if (shoal_status_ != cudaSuccess) ::shoal::detail::throw_cuda_error(shoal_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define SHOAL_CU_CHECK(call)                                                                           \
-  do {                                                                                                 \
-    CUresult shoal_status_ = (call);                                                                   \
+#define SHOAL_CU_CHECK(call)                                                                                      \
+  do {                                                                                                            \
+    CUresult shoal_status_ = (call);                                                                              \
     if (shoal_status_ != CUDA_SUCCESS) ::shoal::detail::throw_cu_error(shoal_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define SHOAL_CUDA_LOG(call)                                                                           \
-  do {                                                                                                 \
-    cudaError_t shoal_status_ = (call);                                                                \
+#define SHOAL_CUDA_LOG(call)                                                                                     \
+  do {                                                                                                           \
+    cudaError_t shoal_status_ = (call);                                                                          \
     if (shoal_status_ != cudaSuccess) ::shoal::detail::log_cuda_error(shoal_status_, #call, __FILE__, __LINE__); \
   } while (0)

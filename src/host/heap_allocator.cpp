@@ -6,7 +6,9 @@
 
 namespace shoal::detail {
 namespace {
-std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) { return (value + alignment - 1) & ~(alignment - 1); }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
+  return (value + alignment - 1) & ~(alignment - 1);
+}
 }  // namespace
 
 heap_allocator::heap_allocator(std::uint64_t capacity) : capacity_(capacity) {

@@ -15,10 +15,18 @@ template <typename T>
 __global__ void host_atomic_kernel(device_handle h, atomic_kind kind, T* target, T operand, T cond, int pe, T* result) {
   T previous{};
   switch (kind) {
-    case atomic_kind::fetch: previous = atomic_fetch(h, target, pe); break;
-    case atomic_kind::set: atomic_set(h, target, operand, pe); break;
-    case atomic_kind::swap: previous = atomic_swap(h, target, operand, pe); break;
-    case atomic_kind::fetch_add: previous = atomic_fetch_add(h, target, operand, pe); break;
+    case atomic_kind::fetch:
+      previous = atomic_fetch(h, target, pe);
+      break;
+    case atomic_kind::set:
+      atomic_set(h, target, operand, pe);
+      break;
+    case atomic_kind::swap:
+      previous = atomic_swap(h, target, operand, pe);
+      break;
+    case atomic_kind::fetch_add:
+      previous = atomic_fetch_add(h, target, operand, pe);
+      break;
     case atomic_kind::compare_swap:
     case atomic_kind::fetch_and:
     case atomic_kind::fetch_or:
@@ -52,7 +60,8 @@ void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes
   for (std::size_t done = 0; done < bytes; done += world::impl::kBounceBytes) {
     std::size_t n = std::min(world::impl::kBounceBytes, bytes - done);
     if (local_is_dst) {
-      SHOAL_CUDA_CHECK(cudaMemcpyAsync(bounce, static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault, s.stream));
+      SHOAL_CUDA_CHECK(
+          cudaMemcpyAsync(bounce, static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault, s.stream));
       SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
       std::memcpy(static_cast<std::byte*>(dst) + done, bounce, n);
     } else {
@@ -105,8 +114,7 @@ T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) 
   return previous;
 }
 
-#define SHOAL_INSTANTIATE_HOST_ATOMIC(T) \
-  template T host_atomic<T>(world&, atomic_kind, T*, T, T, int);
+#define SHOAL_INSTANTIATE_HOST_ATOMIC(T) template T host_atomic<T>(world&, atomic_kind, T*, T, T, int);
 SHOAL_INSTANTIATE_HOST_ATOMIC(int)
 SHOAL_INSTANTIATE_HOST_ATOMIC(unsigned)
 SHOAL_INSTANTIATE_HOST_ATOMIC(long)

@@ -65,13 +65,15 @@ void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
-  auto* remote_sig = static_cast<std::uint64_t*>(w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
+  auto* remote_sig = static_cast<std::uint64_t*>(
+      w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
   put_on_stream(w, dst, src, bytes, pe, stream);
   enqueue_signal(w, remote_sig, value, op, stream);
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
-  auto* remote_sig = static_cast<std::uint64_t*>(w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
+  auto* remote_sig = static_cast<std::uint64_t*>(
+      w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
   enqueue_signal(w, remote_sig, value, op, stream);
 }
 

@@ -39,7 +39,8 @@ symmetric_heap::symmetric_heap(shoal::bootstrap& boot, int device, heap_layout l
   const driver_api& cu = driver();
   int vmm = 0, fd_handles = 0;
   SHOAL_CU_CHECK(cu.device_get_attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
-  SHOAL_CU_CHECK(cu.device_get_attribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
+  SHOAL_CU_CHECK(
+      cu.device_get_attribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
   if (!vmm || !fd_handles)
     throw error(errc::unsupported, "symmetric heap",
                 fmt::format("GPU {} lacks CUDA virtual memory management or POSIX-fd export", device));
@@ -95,8 +96,9 @@ void symmetric_heap::map_and_enable(CUmemGenericAllocationHandle handle, CUdevic
 void symmetric_heap::grow_to(std::uint64_t bytes) {
   const driver_api& cu = driver();
   if (bytes > stride_)
-    throw error(errc::out_of_memory, "symmetric heap",
-                fmt::format("{} bytes per PE asked for; the heap may grow to {} (SHOAL_HEAP_MAX_SIZE)", bytes, stride_));
+    throw error(
+        errc::out_of_memory, "symmetric heap",
+        fmt::format("{} bytes per PE asked for; the heap may grow to {} (SHOAL_HEAP_MAX_SIZE)", bytes, stride_));
   std::uint64_t target = round_up(bytes, chunk_size_);
   if (target <= mapped_) return;
   std::size_t n_chunks = (target - mapped_) / chunk_size_;
@@ -108,7 +110,8 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
   for (std::size_t i = 0; i < n_chunks && failure.empty(); ++i) {
     CUmemGenericAllocationHandle handle{};
     CUresult status = cu.mem_create(&handle, chunk_size_, &prop, 0);
-    if (status == CUDA_SUCCESS) created.push_back(handle);
+    if (status == CUDA_SUCCESS)
+      created.push_back(handle);
     else {
       const char* text = "?";
       cu.get_error_string(status, &text);

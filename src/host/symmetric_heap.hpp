@@ -30,7 +30,9 @@ class symmetric_heap {
   symmetric_heap& operator=(const symmetric_heap&) = delete;
 
   std::byte* base() const { return slot(boot_.local_pe()); }
-  std::byte* slot(int local_pe) const { return reinterpret_cast<std::byte*>(reservation_) + std::uint64_t(local_pe) * stride_; }
+  std::byte* slot(int local_pe) const {
+    return reinterpret_cast<std::byte*>(reservation_) + std::uint64_t(local_pe) * stride_;
+  }
   std::int64_t slot_stride() const { return std::int64_t(stride_); }
   std::uint64_t mapped() const { return mapped_; }
   std::uint64_t max_size() const { return stride_; }

@@ -24,10 +24,14 @@ struct heap_call {
 
 const char* kind_name(std::uint64_t kind) {
   switch (kind) {
-    case 1: return "allocate";
-    case 2: return "free";
-    case 3: return "register_buffer";
-    case 4: return "unregister_buffer";
+    case 1:
+      return "allocate";
+    case 2:
+      return "free";
+    case 3:
+      return "register_buffer";
+    case 4:
+      return "unregister_buffer";
   }
   return "?";
 }
@@ -56,7 +60,8 @@ int pick_device(int requested, const shoal::bootstrap& boot) {
                             status != cudaSuccess ? cudaGetErrorString(status) : "0 devices"));
   int device = requested == kAutoDevice ? boot.local_pe() % count : requested;
   if (device < 0 || device >= count)
-    throw error(errc::invalid_argument, "shoal::init", fmt::format("device {} requested; {} GPUs visible", device, count));
+    throw error(errc::invalid_argument, "shoal::init",
+                fmt::format("device {} requested; {} GPUs visible", device, count));
   return device;
 }
 
@@ -71,7 +76,8 @@ void setup_device(world::impl& w, int requested) {
 
   w.heap = std::make_unique<detail::symmetric_heap>(
       *w.boot, w.device,
-      detail::heap_layout{.initial_size = w.cfg.heap_size, .max_size = w.cfg.heap_max_size, .chunk_size = w.cfg.heap_chunk_size});
+      detail::heap_layout{
+          .initial_size = w.cfg.heap_size, .max_size = w.cfg.heap_max_size, .chunk_size = w.cfg.heap_chunk_size});
   w.allocator.emplace(w.heap->mapped());
 
   // Node layout: which world PEs share this node, and whether they are numbered contiguously.
@@ -81,7 +87,8 @@ void setup_device(world::impl& w, int requested) {
   std::vector<std::int32_t> local(w.boot->n_pes(), -1);
   for (std::size_t i = 0; i < node.size(); ++i) local[node[i]] = std::int32_t(i);
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.local_index), local.size() * sizeof(std::int32_t)));
-  SHOAL_CUDA_CHECK(cudaMemcpy(w.local_index, local.data(), local.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  SHOAL_CUDA_CHECK(
+      cudaMemcpy(w.local_index, local.data(), local.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
 }
 
 }  // namespace
@@ -167,7 +174,8 @@ void world::register_buffer(void* p, std::size_t bytes) {
   } mine{};
   CUdeviceptr allocation = 0;
   std::size_t allocation_size = 0;
-  SHOAL_CU_CHECK(detail::driver().mem_get_address_range(&allocation, &allocation_size, reinterpret_cast<CUdeviceptr>(p)));
+  SHOAL_CU_CHECK(
+      detail::driver().mem_get_address_range(&allocation, &allocation_size, reinterpret_cast<CUdeviceptr>(p)));
   SHOAL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(allocation)));
   mine.offset = reinterpret_cast<CUdeviceptr>(p) - allocation;
   std::vector<exported> all(std::size_t(w.boot->n_pes()));
@@ -186,7 +194,8 @@ void world::register_buffer(void* p, std::size_t bytes) {
       r.peers.push_back(static_cast<std::byte*>(mapped) + all[pe].offset);
     }
     SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
-    SHOAL_CUDA_CHECK(cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
+    SHOAL_CUDA_CHECK(
+        cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
   } catch (...) {
     for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
     if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
@@ -201,7 +210,8 @@ void world::unregister_buffer(void* p) {
   impl& w = *impl_;
   const char* call = "shoal::world::unregister_buffer";
   w.require_device(call);
-  auto it = std::find_if(w.registrations.begin(), w.registrations.end(), [&](const impl::registration& r) { return r.base == p; });
+  auto it = std::find_if(w.registrations.begin(), w.registrations.end(),
+                         [&](const impl::registration& r) { return r.base == p; });
   if (it == w.registrations.end())
     throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
   SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -247,7 +257,8 @@ void* world::align(std::size_t alignment, std::size_t bytes) {
   impl& w = *impl_;
   w.require_device("shoal::world::align");
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    throw error(errc::invalid_argument, "shoal::world::align", fmt::format("alignment {} is not a power of two", alignment));
+    throw error(errc::invalid_argument, "shoal::world::align",
+                fmt::format("alignment {} is not a power of two", alignment));
   agree(w, heap_call{0, 1, bytes, alignment}, "shoal::world::malloc");
   if (bytes == 0) return nullptr;
   std::optional<std::uint64_t> offset = w.allocator->allocate(bytes, alignment);

@@ -59,9 +59,9 @@ struct world::impl {
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
   static constexpr std::size_t kBounceBytes = 4u << 20;
-  std::byte* bounce = nullptr;     // pinned host staging for pageable host buffers, made on first use
+  std::byte* bounce = nullptr;  // pinned host staging for pageable host buffers, made on first use
   std::byte* bounce_buffer();
-  void* scratch = nullptr;        // device scratch for host atomics' results
+  void* scratch = nullptr;  // device scratch for host atomics' results
 
   // Throws shoal::error(errc::unsupported) when the world was made with kNoDevice.
   void require_device(const char* call) const;

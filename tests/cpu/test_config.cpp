@@ -25,7 +25,9 @@ TEST(Config, DefaultsParse) {
 }
 
 TEST(Config, ValuesOverrideDefaults) {
-  config c = load_with({{"SHOAL_HEAP_SIZE", "64M"}, {"SHOAL_BOOTSTRAP_TIMEOUT", "500ms"}, {"SHOAL_LOG_LEVEL", "debug"},
+  config c = load_with({{"SHOAL_HEAP_SIZE", "64M"},
+                        {"SHOAL_BOOTSTRAP_TIMEOUT", "500ms"},
+                        {"SHOAL_LOG_LEVEL", "debug"},
                         {"SHOAL_LOG_SUBSYSTEMS", "heap,bootstrap"}});
   EXPECT_EQ(c.heap_size, 64ull << 20);
   EXPECT_DOUBLE_EQ(c.bootstrap_timeout, 0.5);

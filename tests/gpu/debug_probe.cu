@@ -30,8 +30,10 @@ int main(int argc, char** argv) {
   auto* sym = static_cast<int*>(w.calloc(16, sizeof(int)));
   int* plain = nullptr;
   if (cudaMalloc(&plain, 64) != cudaSuccess) return 2;
-  if (std::strcmp(mode, "bad-pe") == 0) bad_pe_kernel<<<1, 1>>>(w.device_handle(), sym);
-  else if (std::strcmp(mode, "outside-heap") == 0) outside_heap_kernel<<<1, 1>>>(w.device_handle(), plain);
+  if (std::strcmp(mode, "bad-pe") == 0)
+    bad_pe_kernel<<<1, 1>>>(w.device_handle(), sym);
+  else if (std::strcmp(mode, "outside-heap") == 0)
+    outside_heap_kernel<<<1, 1>>>(w.device_handle(), plain);
   else if (std::strcmp(mode, "wait-timeout") == 0)
     wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym));
   else {

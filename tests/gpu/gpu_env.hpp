@@ -22,8 +22,8 @@ const std::string& skip_reason();
 
 #define SHOAL_REQUIRE_WORLD(min_pes)                                                                     \
   do {                                                                                                   \
-    if (::shoal::gpu_test::the_world() == nullptr) GTEST_SKIP() << ::shoal::gpu_test::skip_reason();             \
-    if (::shoal::gpu_test::the_world()->n_pes() < (min_pes))                                                 \
+    if (::shoal::gpu_test::the_world() == nullptr) GTEST_SKIP() << ::shoal::gpu_test::skip_reason();     \
+    if (::shoal::gpu_test::the_world()->n_pes() < (min_pes))                                             \
       GTEST_SKIP() << "needs " << (min_pes) << " PEs, have " << ::shoal::gpu_test::the_world()->n_pes(); \
   } while (0)
 

@@ -43,10 +43,22 @@ void check_barrier(unsigned blocks, unsigned threads) {
   w.free(slots);
 }
 
-TEST(Barrier, ThreadScope) { SHOAL_REQUIRE_WORLD(1); check_barrier<thread_scope>(1, 1); }
-TEST(Barrier, WarpScope) { SHOAL_REQUIRE_WORLD(1); check_barrier<warp_scope>(1, 32); }
-TEST(Barrier, BlockScope) { SHOAL_REQUIRE_WORLD(1); check_barrier<block_scope>(1, 256); }
-TEST(Barrier, GridScope) { SHOAL_REQUIRE_WORLD(1); check_barrier<grid_scope>(16, 128); }
+TEST(Barrier, ThreadScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_barrier<thread_scope>(1, 1);
+}
+TEST(Barrier, WarpScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_barrier<warp_scope>(1, 32);
+}
+TEST(Barrier, BlockScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_barrier<block_scope>(1, 256);
+}
+TEST(Barrier, GridScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_barrier<grid_scope>(16, 128);
+}
 
 TEST(Barrier, OnStreamAndHostInterleaved) {
   SHOAL_REQUIRE_WORLD(1);

@@ -30,7 +30,8 @@ TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   std::vector<std::uint32_t> got(count);
   ASSERT_EQ(cudaMemcpy(got.data(), big, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   std::size_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad += got[i] != (std::uint32_t(i * 2654435761u) ^ (0x5EED0000u + prev_pe(w)));
+  for (std::size_t i = 0; i < count; ++i)
+    bad += got[i] != (std::uint32_t(i * 2654435761u) ^ (0x5EED0000u + prev_pe(w)));
   EXPECT_EQ(bad, 0u);
   barrier_all(w);
   w.free(big);

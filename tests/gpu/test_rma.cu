@@ -12,10 +12,14 @@ namespace {
 enum class rma_op { put, put_nbi, get, get_nbi };
 const char* name(rma_op op) {
   switch (op) {
-    case rma_op::put: return "put";
-    case rma_op::put_nbi: return "put_nbi";
-    case rma_op::get: return "get";
-    case rma_op::get_nbi: return "get_nbi";
+    case rma_op::put:
+      return "put";
+    case rma_op::put_nbi:
+      return "put_nbi";
+    case rma_op::get:
+      return "get";
+    case rma_op::get_nbi:
+      return "get_nbi";
   }
   return "?";
 }
@@ -26,12 +30,16 @@ __global__ void rma_kernel(device_handle h, rma_op op, std::byte* remote_side, s
                            int pe) {
   Scope scope;
   switch (op) {
-    case rma_op::put: put_bytes(scope, h, remote_side, local_side, n, pe); break;
+    case rma_op::put:
+      put_bytes(scope, h, remote_side, local_side, n, pe);
+      break;
     case rma_op::put_nbi:
       put_bytes_nbi(scope, h, remote_side, local_side, n, pe);
       quiet(scope, h);
       break;
-    case rma_op::get: get_bytes(scope, h, local_side, remote_side, n, pe); break;
+    case rma_op::get:
+      get_bytes(scope, h, local_side, remote_side, n, pe);
+      break;
     case rma_op::get_nbi:
       get_bytes_nbi(scope, h, local_side, remote_side, n, pe);
       quiet(scope, h);
@@ -72,7 +80,8 @@ void run_matrix(launch_shape shape, std::size_t max_bytes) {
         upload(local, local_bytes(w.pe()));
         barrier_all(w);
 
-        // put: my local[src_off..] -> target's sym[kGuard+dst_off..]. get: target's sym[src_off..] -> my local[kGuard+dst_off..].
+        // put: my local[src_off..] -> target's sym[kGuard+dst_off..]. get: target's sym[src_off..] -> my
+        // local[kGuard+dst_off..].
         std::byte* remote_side = is_put ? sym + kGuard + dst_off : sym + src_off;
         std::byte* local_side = is_put ? local + src_off : local + kGuard + dst_off;
         rma_kernel<Scope><<<shape.blocks, shape.threads>>>(w.device_handle(), op, remote_side, local_side, n, target);

@@ -58,8 +58,8 @@ void check_put_signal(unsigned blocks, unsigned threads, std::size_t n, sig_op o
   auto sent_by = [&](int pe) { return random_bytes(777 + pe * 13 + n, kRounds * n); };
   upload(rounds, sent_by(w.pe()));
   barrier_all(w);
-  put_signal_rounds<Scope><<<blocks, threads>>>(w.device_handle(), inbox, rounds, seen, n, sig, sig + 1, op,
-                                                 next_pe(w), prev_pe(w));
+  put_signal_rounds<Scope>
+      <<<blocks, threads>>>(w.device_handle(), inbox, rounds, seen, n, sig, sig + 1, op, next_pe(w), prev_pe(w));
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(first_mismatch(download(seen, kRounds * n), sent_by(prev_pe(w))), -1);

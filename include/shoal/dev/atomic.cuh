@@ -15,14 +15,14 @@
 namespace shoal {
 
 template <typename T>
-concept atomic_integer = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
+concept atomic_integer = std::is_integral_v<T> &&(sizeof(T) == 4 || sizeof(T) == 8);
 template <typename T>
 concept atomic_arithmetic = atomic_integer<T> || std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 namespace detail {
 template <typename T>
 __device__ inline cuda::atomic_ref<T, cuda::thread_scope_system> remote_atomic(const device_handle& h, T* target,
-                                                                                int pe) {
+                                                                               int pe) {
   SHOAL_CHECK_SYMMETRIC(h, target, sizeof(T));
   return cuda::atomic_ref<T, cuda::thread_scope_system>(*remote(h, target, pe));
 }

@@ -37,7 +37,8 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(h.sync->device_barrier_epoch)
         .store(epoch, cuda::memory_order_relaxed);
   // Wait: every PE's arrival at this epoch (or a later one: a fast PE may already be in the next).
-  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
+  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size())
+    wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
   Scope::sync();
 }
 
@@ -53,8 +54,11 @@ __device__ inline void grid_sync(const device_handle& h) {
       arrivals.store(0, cuda::memory_order_relaxed);
       generation.store(seen + 1, cuda::memory_order_release);
     } else {
-      bool ok = detail::spin_until([&] { return generation.load(cuda::memory_order_acquire) != seen; }, h.wait_timeout_ns);
-      if (!ok) detail::report_wait_timeout(h, "grid_sync (are all CTAs resident?)", &h.sync->grid_generation, seen, "!=", seen);
+      bool ok =
+          detail::spin_until([&] { return generation.load(cuda::memory_order_acquire) != seen; }, h.wait_timeout_ns);
+      if (!ok)
+        detail::report_wait_timeout(h, "grid_sync (are all CTAs resident?)", &h.sync->grid_generation, seen,
+                                    "!=", seen);
     }
   }
   __syncthreads();

@@ -17,8 +17,12 @@ namespace shoal {
 // Over load/store transports each is one system-scope fence. fence only has to order the caller's
 // stores (a release fence does); quiet must also complete them, which the sequentially consistent fence
 // does by waiting for every outstanding store.
-__device__ inline void fence(const device_handle&) { cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system); }
-__device__ inline void quiet(const device_handle&) { cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system); }
+__device__ inline void fence(const device_handle&) {
+  cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
+}
+__device__ inline void quiet(const device_handle&) {
+  cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+}
 
 template <typename Scope>
 __device__ inline void fence(Scope, const device_handle& h) {

@@ -84,8 +84,8 @@ __device__ inline void scope_copy(Scope, void* dst, const void* src, std::size_t
 // ---- bytes --------------------------------------------------------------------------------------------
 
 template <typename Scope>
-__device__ inline void put_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
-                                     std::size_t bytes, int pe) {
+__device__ inline void put_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                     int pe) {
   SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
   detail::scope_copy(scope, detail::remote(h, dst, pe), src, bytes);
 }
@@ -98,8 +98,8 @@ __device__ inline void put_bytes(Scope scope, const device_handle& h, void* dst,
 }
 
 template <typename Scope>
-__device__ inline void get_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
-                                     std::size_t bytes, int pe) {
+__device__ inline void get_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                     int pe) {
   SHOAL_CHECK_SYMMETRIC(h, src, bytes);
   detail::scope_copy(scope, dst, detail::remote(h, src, pe), bytes);
 }

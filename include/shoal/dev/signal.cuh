@@ -15,8 +15,10 @@ namespace detail {
 __device__ inline void update_signal(std::uint64_t* remote_sig, std::uint64_t value, sig_op op,
                                      cuda::memory_order order) {
   cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> word(*remote_sig);
-  if (op == sig_op::set) word.store(value, order);
-  else word.fetch_add(value, order);
+  if (op == sig_op::set)
+    word.store(value, order);
+  else
+    word.fetch_add(value, order);
 }
 }  // namespace detail
 
@@ -81,8 +83,8 @@ __device__ inline std::uint64_t signal_wait_until(const device_handle& h, const 
 }
 
 template <typename Scope>
-__device__ inline std::uint64_t signal_wait_until(Scope scope, const device_handle& h, const std::uint64_t* sig,
-                                                  cmp op, std::uint64_t value) {
+__device__ inline std::uint64_t signal_wait_until(Scope scope, const device_handle& h, const std::uint64_t* sig, cmp op,
+                                                  std::uint64_t value) {
   return wait_until(scope, h, sig, op, value);
 }
 

@@ -25,24 +25,36 @@ namespace detail {
 template <typename T>
 __device__ inline bool compare(T value, cmp op, T operand) {
   switch (op) {
-    case cmp::eq: return value == operand;
-    case cmp::ne: return value != operand;
-    case cmp::gt: return value > operand;
-    case cmp::ge: return value >= operand;
-    case cmp::lt: return value < operand;
-    case cmp::le: return value <= operand;
+    case cmp::eq:
+      return value == operand;
+    case cmp::ne:
+      return value != operand;
+    case cmp::gt:
+      return value > operand;
+    case cmp::ge:
+      return value >= operand;
+    case cmp::lt:
+      return value < operand;
+    case cmp::le:
+      return value <= operand;
   }
   return false;
 }
 
 __device__ inline const char* to_string(cmp op) {
   switch (op) {
-    case cmp::eq: return "==";
-    case cmp::ne: return "!=";
-    case cmp::gt: return ">";
-    case cmp::ge: return ">=";
-    case cmp::lt: return "<";
-    case cmp::le: return "<=";
+    case cmp::eq:
+      return "==";
+    case cmp::ne:
+      return "!=";
+    case cmp::gt:
+      return ">";
+    case cmp::ge:
+      return ">=";
+    case cmp::lt:
+      return "<";
+    case cmp::le:
+      return "<=";
   }
   return "?";
 }
@@ -97,7 +109,8 @@ __device__ inline auto leader_then_sync(Body body) {
 template <typename T>
 __device__ inline T wait_until(const device_handle& h, const T* ivar, cmp op, T value) {
   T seen{};
-  bool ok = detail::poll_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
+  bool ok = detail::poll_acquire(
+      ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
   if (!ok)
     detail::report_wait_timeout(h, "wait_until", ivar, static_cast<unsigned long long>(seen), detail::to_string(op),
                                 static_cast<unsigned long long>(value));
@@ -108,8 +121,8 @@ template <typename T>
 __device__ inline wait_status wait_until_for(const device_handle&, const T* ivar, cmp op, T value,
                                              std::uint64_t timeout_ns) {
   T seen{};
-  bool ok = detail::poll_acquire(ivar, seen, [&](T v) { return detail::compare(v, op, value); },
-                                      timeout_ns == 0 ? 1 : timeout_ns);
+  bool ok = detail::poll_acquire(
+      ivar, seen, [&](T v) { return detail::compare(v, op, value); }, timeout_ns == 0 ? 1 : timeout_ns);
   return ok ? wait_status::ok : wait_status::timed_out;
 }
 
@@ -128,8 +141,8 @@ __device__ inline bool test(const device_handle&, const T* ivar, cmp op, T value
 
 // Returns once every unmasked word compares true.
 template <typename T>
-__device__ inline void wait_until_all(const device_handle& h, const T* ivars, std::size_t n, const int* status,
-                                      cmp op, T value) {
+__device__ inline void wait_until_all(const device_handle& h, const T* ivars, std::size_t n, const int* status, cmp op,
+                                      T value) {
   for (std::size_t i = 0; i < n; ++i)
     if (status == nullptr || status[i] == 0) wait_until(h, ivars + i, op, value);
 }
@@ -152,8 +165,8 @@ __device__ inline bool test_all(const device_handle& h, const T* ivars, std::siz
 
 // Index of an unmasked word that compares true, or SIZE_MAX when none does (now).
 template <typename T>
-__device__ inline std::size_t test_any(const device_handle& h, const T* ivars, std::size_t n, const int* status,
-                                       cmp op, T value) {
+__device__ inline std::size_t test_any(const device_handle& h, const T* ivars, std::size_t n, const int* status, cmp op,
+                                       T value) {
   for (std::size_t i = 0; i < n; ++i)
     if ((status == nullptr || status[i] == 0) && test(h, ivars + i, op, value)) return i;
   return SIZE_MAX;
@@ -186,7 +199,9 @@ __device__ inline std::size_t wait_until_any(const device_handle& h, const T* iv
   bool any_unmasked = false;
   for (std::size_t i = 0; i < n && !any_unmasked; ++i) any_unmasked = status == nullptr || status[i] == 0;
   if (!any_unmasked) return SIZE_MAX;
-  return detail::wait_for_test(h, "wait_until_any", ivars, [&] { return test_any(h, ivars, n, status, op, value) + 1; }) - 1;
+  return detail::wait_for_test(h, "wait_until_any", ivars,
+                               [&] { return test_any(h, ivars, n, status, op, value) + 1; }) -
+         1;
 }
 
 // Waits until at least one unmasked word compares true; writes all that do to `indices`, returns how many.

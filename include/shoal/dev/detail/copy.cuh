@@ -42,11 +42,16 @@ __device__ inline void copy_bytes(void* dst_ptr, const void* src_ptr, std::size_
   auto* dst = static_cast<std::byte*>(dst_ptr);
   auto* src = static_cast<const std::byte*>(src_ptr);
   std::uintptr_t mismatch = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
-  if (mismatch % 16 == 0) copy_aligned<uint4>(dst, src, bytes, rank, size);
-  else if (mismatch % 8 == 0) copy_aligned<uint2>(dst, src, bytes, rank, size);
-  else if (mismatch % 4 == 0) copy_aligned<unsigned>(dst, src, bytes, rank, size);
-  else if (mismatch % 2 == 0) copy_aligned<unsigned short>(dst, src, bytes, rank, size);
-  else copy_aligned<unsigned char>(dst, src, bytes, rank, size);
+  if (mismatch % 16 == 0)
+    copy_aligned<uint4>(dst, src, bytes, rank, size);
+  else if (mismatch % 8 == 0)
+    copy_aligned<uint2>(dst, src, bytes, rank, size);
+  else if (mismatch % 4 == 0)
+    copy_aligned<unsigned>(dst, src, bytes, rank, size);
+  else if (mismatch % 2 == 0)
+    copy_aligned<unsigned short>(dst, src, bytes, rank, size);
+  else
+    copy_aligned<unsigned char>(dst, src, bytes, rank, size);
 }
 
 }  // namespace shoal::detail
