@@ -1,0 +1,130 @@
+// The library side of the collective cost model (shoal/coll_model.hpp): reading and writing table
+// files, and choosing an algorithm with the SHOAL_ALGO_<COLLECTIVE> overrides applied.
+// Table file format, one setting a line:   key = value    # comment
+// Keys are coll_model_table's fields; a key left out keeps the default. Header-only.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "shoal/coll_model.hpp"
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+
+struct coll_model_key {
+  std::string_view name;
+  double coll_model_table::*field;
+  bool zero_allowed;  // latencies may be 0; bandwidths and the chunk size may not (they divide)
+};
+
+inline constexpr coll_model_key kCollModelKeys[] = {
+    {"launch_us", &coll_model_table::launch_us, true},        {"step_us", &coll_model_table::step_us, true},
+    {"ll_step_us", &coll_model_table::ll_step_us, true},      {"link_gbps", &coll_model_table::link_gbps, false},
+    {"ll_link_gbps", &coll_model_table::ll_link_gbps, false}, {"local_gbps", &coll_model_table::local_gbps, false},
+    {"chunk_bytes", &coll_model_table::chunk_bytes, false},
+};
+
+inline std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+// Parses a table file's text, starting from the default table. `source` names the file in errors.
+// Throws shoal::error(errc::config) naming the source and line for: a line without '=', an unknown
+// key, a key given twice, a value that is not a finite number, a negative value, or a zero bandwidth.
+inline coll_model_table parse_coll_model(std::string_view text, std::string_view source) {
+  coll_model_table table;
+  bool seen[std::size(kCollModelKeys)] = {};
+  int line_number = 0;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    ++line_number;
+    auto fail = [&](std::string_view why) {
+      throw error(errc::config, "collective cost model", fmt::format("{}:{}: {}", source, line_number, why));
+    };
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string_view::npos) fail(fmt::format("'{}' is not 'key = value'", line));
+    const std::string_view key = trim(line.substr(0, eq));
+    const std::string_view value = trim(line.substr(eq + 1));
+    std::size_t k = 0;
+    while (k < std::size(kCollModelKeys) && kCollModelKeys[k].name != key) ++k;
+    if (k == std::size(kCollModelKeys)) {
+      std::string known;
+      for (const auto& entry : kCollModelKeys) known += fmt::format("{}{}", known.empty() ? "" : ", ", entry.name);
+      fail(fmt::format("unknown key '{}' (known: {})", key, known));
+    }
+    if (seen[k]) fail(fmt::format("'{}' is set twice", key));
+    seen[k] = true;
+    double number = 0;
+    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size() || !std::isfinite(number))
+      fail(fmt::format("'{}' is not a number for {}", value, key));
+    if (number < 0 || (number == 0 && !kCollModelKeys[k].zero_allowed))
+      fail(fmt::format("{} = {} must be {}", key, value, kCollModelKeys[k].zero_allowed ? ">= 0" : "> 0"));
+    table.*kCollModelKeys[k].field = number;
+  }
+  return table;
+}
+
+// Reads a table file. Throws shoal::error(errc::config) when it cannot be read or does not parse.
+inline coll_model_table load_coll_model(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw error(errc::config, "collective cost model", fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_coll_model(text.str(), path);
+}
+
+// A table as file text, every key present; parse_coll_model reads back the same values.
+inline std::string format_coll_model(const coll_model_table& table) {
+  std::string out;
+  for (const auto& entry : kCollModelKeys) out += fmt::format("{} = {}\n", entry.name, table.*entry.field);
+  return out;
+}
+
+// "SHOAL_ALGO_REDUCE" and so on. barrier's variable also serves sync.
+inline std::string algo_variable(collective op) {
+  std::string name = "SHOAL_ALGO_";
+  for (char c : to_string(op)) name += static_cast<char>(c - 'a' + 'A');
+  return name;
+}
+
+using algo_getenv_fn = std::function<const char*(const char*)>;
+
+// The algorithm to run: SHOAL_ALGO_<COLLECTIVE> when set (read through `getenv_fn`), else the model's
+// choice. Unset, empty or "auto" means the model. Throws shoal::error(errc::config) naming the variable
+// when the value is not an algorithm, or names one that does not implement this collective.
+inline algorithm choose_algorithm(const coll_model_table& table, collective op, int n_pes, std::uint64_t bytes,
+                                  const algo_getenv_fn& getenv_fn) {
+  const std::string variable = algo_variable(op);
+  const char* forced = getenv_fn ? getenv_fn(variable.c_str()) : nullptr;
+  const std::string_view value = forced ? trim(forced) : std::string_view{};
+  if (value.empty() || value == "auto") return model_choice(table, op, n_pes, bytes);
+  const std::optional<algorithm> algo = algorithm_from_string(value);
+  if (!algo || !supports(op, *algo)) {
+    std::string accepted = "auto";
+    for (int i = 0; i < kAlgorithmCount; ++i)
+      if (supports(op, static_cast<algorithm>(i))) accepted += fmt::format(",{}", to_string(static_cast<algorithm>(i)));
+    throw error(errc::config, variable,
+                fmt::format("'{}' is not valid: expected one of {} ({} algorithms)", value, accepted, to_string(op)));
+  }
+  return *algo;
+}
+
+}  // namespace shoal::detail
