@@ -75,22 +75,38 @@ enum class proxy_status : std::uint8_t {
 
 SHOAL_HD constexpr const char* to_string(proxy_status s) {
   switch (s) {
-    case proxy_status::ok: return "ok";
-    case proxy_status::bad_op: return "unknown proxy op";
-    case proxy_status::bad_atomic_op: return "unknown atomic op";
-    case proxy_status::bad_atomic_type: return "unknown atomic type";
-    case proxy_status::bad_signal_op: return "unknown signal op";
-    case proxy_status::bad_type_for_op: return "floating-point atomic other than fetch/set/swap";
-    case proxy_status::bad_pe: return "PE out of range";
-    case proxy_status::bad_offset: return "heap offset out of range";
-    case proxy_status::bad_size: return "size out of range";
-    case proxy_status::bad_completion: return "result slot out of range";
-    case proxy_status::misaligned: return "atomic or signal word misaligned";
-    case proxy_status::reserved_bits_set: return "reserved descriptor bits set";
-    case proxy_status::unused_field_set: return "field set that the op does not use";
-    case proxy_status::aborted: return "wait aborted";
-    case proxy_status::consumer_stopped: return "proxy thread stopped";
-    case proxy_status::completion_invalid: return "completion of a request not outstanding";
+    case proxy_status::ok:
+      return "ok";
+    case proxy_status::bad_op:
+      return "unknown proxy op";
+    case proxy_status::bad_atomic_op:
+      return "unknown atomic op";
+    case proxy_status::bad_atomic_type:
+      return "unknown atomic type";
+    case proxy_status::bad_signal_op:
+      return "unknown signal op";
+    case proxy_status::bad_type_for_op:
+      return "floating-point atomic other than fetch/set/swap";
+    case proxy_status::bad_pe:
+      return "PE out of range";
+    case proxy_status::bad_offset:
+      return "heap offset out of range";
+    case proxy_status::bad_size:
+      return "size out of range";
+    case proxy_status::bad_completion:
+      return "result slot out of range";
+    case proxy_status::misaligned:
+      return "atomic or signal word misaligned";
+    case proxy_status::reserved_bits_set:
+      return "reserved descriptor bits set";
+    case proxy_status::unused_field_set:
+      return "field set that the op does not use";
+    case proxy_status::aborted:
+      return "wait aborted";
+    case proxy_status::consumer_stopped:
+      return "proxy thread stopped";
+    case proxy_status::completion_invalid:
+      return "completion of a request not outstanding";
   }
   return "unknown proxy status";
 }
@@ -148,14 +164,14 @@ struct proxy_request {
   proxy_signal_op signal_op = proxy_signal_op::set;          // op == put_signal or signal
   bool local_is_address = false;                             // put, get, put_signal
   std::int32_t pe = 0;                                       // target; kProxyAllPes for fence/quiet to all
-  std::uint32_t completion = 0;         // fetching atomics: index of the result slot the old value goes to
-  std::uint64_t sequence = 0;           // the request's ticket in its ring; the ring sets it
-  std::uint64_t remote_offset = 0;      // put/get/put_signal data, atomic target: offset in pe's heap
-  std::uint64_t local = 0;              // put/put_signal source, get destination: heap offset or address
-  std::uint64_t size = 0;               // put/get/put_signal bytes
-  std::uint64_t value = 0;              // atomic operand (bit pattern; 32-bit types in the low half), signal value
-  std::uint64_t compare = 0;            // compare_swap: the expected old value
-  std::uint64_t signal_offset = 0;      // put_signal, signal: offset of the 64-bit signal word in pe's heap
+  std::uint32_t completion = 0;     // fetching atomics: index of the result slot the old value goes to
+  std::uint64_t sequence = 0;       // the request's ticket in its ring; the ring sets it
+  std::uint64_t remote_offset = 0;  // put/get/put_signal data, atomic target: offset in pe's heap
+  std::uint64_t local = 0;          // put/put_signal source, get destination: heap offset or address
+  std::uint64_t size = 0;           // put/get/put_signal bytes
+  std::uint64_t value = 0;          // atomic operand (bit pattern; 32-bit types in the low half), signal value
+  std::uint64_t compare = 0;        // compare_swap: the expected old value
+  std::uint64_t signal_offset = 0;  // put_signal, signal: offset of the 64-bit signal word in pe's heap
 
   friend bool operator==(const proxy_request&, const proxy_request&) = default;
 };
@@ -235,8 +251,8 @@ SHOAL_HD constexpr proxy_status validate(const proxy_request& r, const proxy_lim
   if (!all_pes && (r.pe < 0 || r.pe >= kProxyMaxPes || r.pe >= limits.n_pes)) return proxy_status::bad_pe;
 
   // Fields that belong to other ops must be zero.
-  if (!atomic && (r.atomic_op != proxy_atomic_op{} || r.atomic_type != proxy_atomic_type{} || r.completion != 0 ||
-                  r.compare != 0))
+  if (!atomic &&
+      (r.atomic_op != proxy_atomic_op{} || r.atomic_type != proxy_atomic_type{} || r.completion != 0 || r.compare != 0))
     return proxy_status::unused_field_set;
   if (!signal && (r.signal_op != proxy_signal_op{} || r.signal_offset != 0)) return proxy_status::unused_field_set;
   if (!data && (r.local_is_address || r.local != 0 || r.size != 0)) return proxy_status::unused_field_set;
@@ -320,7 +336,8 @@ SHOAL_HD constexpr proxy_decoded decode(const proxy_descriptor& d, const proxy_l
   if (atomic_type >= kProxyAtomicTypeCount) return {out.request, proxy_status::bad_atomic_type};
   if (signal_op >= kProxySignalOpCount) return {out.request, proxy_status::bad_signal_op};
   if ((flags & ~kProxyFlagsKnown) != 0) return {out.request, proxy_status::reserved_bits_set};
-  if (w[proxy_descriptor::kRemoteOffsetWord] > kProxyMaxOffset || w[proxy_descriptor::kSignalOffsetWord] > kProxyMaxOffset)
+  if (w[proxy_descriptor::kRemoteOffsetWord] > kProxyMaxOffset ||
+      w[proxy_descriptor::kSignalOffsetWord] > kProxyMaxOffset)
     return {out.request, proxy_status::bad_offset};
   if (w[proxy_descriptor::kSizeWord] > kProxyMaxSize) return {out.request, proxy_status::bad_size};
 

@@ -18,6 +18,14 @@
 #include <atomic>
 #endif
 
+// The producer waits are SHOAL_HD templates that call the caller's callbacks, which are host-only or
+// device-only; this tells nvcc to check the call in the instantiation actually used, not in both.
+#if defined(__CUDACC__)
+#define SHOAL_PROXY_CALLBACK_TEMPLATE _Pragma("nv_exec_check_disable")
+#else
+#define SHOAL_PROXY_CALLBACK_TEMPLATE
+#endif
+
 namespace shoal::detail {
 
 // System-scope atomic accesses to the shared words: cuda::atomic_ref when nvcc compiles (device and host
@@ -146,6 +154,7 @@ struct proxy_ticket {
 
 // Polls ready() until it holds (ok), the consumer stops (consumer_stopped) or abort gives up (aborted).
 // A condition that holds by the time of the failure check still returns ok.
+SHOAL_PROXY_CALLBACK_TEMPLATE
 template <typename Ready, typename Abort>
 SHOAL_HD proxy_status proxy_spin(const proxy_ring_view& ring, Ready&& ready, Abort&& abort) {
   for (std::uint64_t polls = 0;; ++polls) {
@@ -159,6 +168,7 @@ SHOAL_HD proxy_status proxy_spin(const proxy_ring_view& ring, Ready&& ready, Abo
 // Takes the next ticket and waits for its slot to be free: the consumer must have consumed the request
 // `capacity` tickets earlier. On failure the ticket stays taken and is never published, so the consumer
 // stalls there: a failed ring is dead and the host tears it down (the error goes to the user).
+SHOAL_PROXY_CALLBACK_TEMPLATE
 template <typename Abort>
 SHOAL_HD proxy_ticket proxy_reserve(const proxy_ring_view& ring, Abort&& abort) {
   // Relaxed: the ticket orders nothing by itself; the slot's contents are ordered by publish's release.
@@ -181,6 +191,7 @@ SHOAL_HD inline void proxy_publish(const proxy_ring_view& ring, std::uint64_t ti
 
 // Encodes, reserves and publishes one request; its sequence is the ticket (r.sequence is ignored). A
 // request that does not encode fails before taking a ticket, leaving the ring usable.
+SHOAL_PROXY_CALLBACK_TEMPLATE
 template <typename Abort>
 SHOAL_HD proxy_ticket proxy_post(const proxy_ring_view& ring, proxy_request r, Abort&& abort) {
   r.sequence = 0;
@@ -212,16 +223,19 @@ SHOAL_HD inline bool proxy_is_complete(const proxy_ring_view& ring, std::uint64_
 }
 
 // quiet-style wait: returns ok once every request < sequence is complete.
+SHOAL_PROXY_CALLBACK_TEMPLATE
 template <typename Abort>
-SHOAL_HD proxy_status proxy_wait_complete_before(const proxy_ring_view& ring, std::uint64_t sequence,
-                                                 Abort&& abort) {
-  return proxy_spin(ring, [&] { return proxy_complete_before(ring, sequence); }, abort);
+SHOAL_HD proxy_status proxy_wait_complete_before(const proxy_ring_view& ring, std::uint64_t sequence, Abort&& abort) {
+  return proxy_spin(
+      ring, [&] { return proxy_complete_before(ring, sequence); }, abort);
 }
 
 // Waits for one request (a blocking put's source reuse, a fetching atomic's result), out of order.
+SHOAL_PROXY_CALLBACK_TEMPLATE
 template <typename Abort>
 SHOAL_HD proxy_status proxy_wait_complete(const proxy_ring_view& ring, std::uint64_t sequence, Abort&& abort) {
-  return proxy_spin(ring, [&] { return proxy_is_complete(ring, sequence); }, abort);
+  return proxy_spin(
+      ring, [&] { return proxy_is_complete(ring, sequence); }, abort);
 }
 
 // The old value a fetching atomic left in its result slot; read after proxy_wait_complete returned ok for

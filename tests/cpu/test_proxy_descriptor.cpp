@@ -113,7 +113,8 @@ TEST(ProxyDescriptor, RoundTripEveryOpRandomFields) {
     for (int i = 0; i < 3000; ++i) expect_round_trip(random_request(rng, op));
   }
   // Edge values: the largest fields each budget holds.
-  proxy_request edge{.op = proxy_op::put, .pe = kProxyMaxPes - 1, .remote_offset = 0, .local = 0, .size = kProxyMaxSize};
+  proxy_request edge{
+      .op = proxy_op::put, .pe = kProxyMaxPes - 1, .remote_offset = 0, .local = 0, .size = kProxyMaxSize};
   expect_round_trip(edge);
   edge.size = 1;
   edge.remote_offset = kProxyMaxOffset;
@@ -170,26 +171,35 @@ TEST(ProxyDescriptor, RejectsMalformedDescriptors) {
                           .remote_offset = 16,
                           .value = 5};
   for (std::uint64_t op = kProxyOpCount; op < (1u << kProxyOpBits); ++op)
-    expect_rejected(put, [&](auto& w) { w[H] = with_field(w[H], kProxyOpShift, kProxyOpBits, op); }, proxy_status::bad_op);
+    expect_rejected(
+        put, [&](auto& w) { w[H] = with_field(w[H], kProxyOpShift, kProxyOpBits, op); }, proxy_status::bad_op);
   for (std::uint64_t a = kProxyAtomicOpCount; a < (1u << kProxyAtomicOpBits); ++a)
-    expect_rejected(amo, [&](auto& w) { w[H] = with_field(w[H], kProxyAtomicOpShift, kProxyAtomicOpBits, a); },
-                    proxy_status::bad_atomic_op);
+    expect_rejected(
+        amo, [&](auto& w) { w[H] = with_field(w[H], kProxyAtomicOpShift, kProxyAtomicOpBits, a); },
+        proxy_status::bad_atomic_op);
   for (std::uint64_t t = kProxyAtomicTypeCount; t < (1u << kProxyAtomicTypeBits); ++t)
-    expect_rejected(amo, [&](auto& w) { w[H] = with_field(w[H], kProxyAtomicTypeShift, kProxyAtomicTypeBits, t); },
-                    proxy_status::bad_atomic_type);
+    expect_rejected(
+        amo, [&](auto& w) { w[H] = with_field(w[H], kProxyAtomicTypeShift, kProxyAtomicTypeBits, t); },
+        proxy_status::bad_atomic_type);
   for (unsigned bit = kProxyHeaderBits; bit < 64; ++bit)
-    expect_rejected(put, [&](auto& w) { w[H] |= std::uint64_t{1} << bit; }, proxy_status::reserved_bits_set);
-  expect_rejected(put, [&](auto& w) { w[H] |= std::uint64_t{2} << kProxyFlagShift; }, proxy_status::reserved_bits_set);
+    expect_rejected(
+        put, [&](auto& w) { w[H] |= std::uint64_t{1} << bit; }, proxy_status::reserved_bits_set);
+  expect_rejected(
+      put, [&](auto& w) { w[H] |= std::uint64_t{2} << kProxyFlagShift; }, proxy_status::reserved_bits_set);
 
   // Beyond the budgets.
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = kProxyMaxOffset + 1; },
-                  proxy_status::bad_offset);
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kSizeWord] = kProxyMaxSize + 1; }, proxy_status::bad_size);
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kLocalWord] = kProxyMaxOffset; }, proxy_status::bad_offset);
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = kProxyMaxOffset - 10; },
-                  proxy_status::bad_offset);  // the 64-byte range runs off the heap
-  expect_rejected(put, [&](auto& w) { w[H] = with_field(w[H], kProxyPeShift, kProxyPeBits, kProxyAllPes); },
-                  proxy_status::bad_pe);  // "all PEs" is for fence and quiet only
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = kProxyMaxOffset + 1; }, proxy_status::bad_offset);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kSizeWord] = kProxyMaxSize + 1; }, proxy_status::bad_size);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kLocalWord] = kProxyMaxOffset; }, proxy_status::bad_offset);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = kProxyMaxOffset - 10; },
+      proxy_status::bad_offset);  // the 64-byte range runs off the heap
+  expect_rejected(
+      put, [&](auto& w) { w[H] = with_field(w[H], kProxyPeShift, kProxyPeBits, kProxyAllPes); },
+      proxy_status::bad_pe);  // "all PEs" is for fence and quiet only
 
   // Beyond the limits of this job.
   expect_rejected(put, [](auto&) {}, proxy_status::bad_pe, {.n_pes = 3});
@@ -199,25 +209,38 @@ TEST(ProxyDescriptor, RejectsMalformedDescriptors) {
   expect_rejected(amo, [](auto&) {}, proxy_status::ok, {.completion_slots = 8});
 
   // Fields the op does not use.
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kCompareWord] = 1; }, proxy_status::unused_field_set);
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kValueWord] = 1; }, proxy_status::unused_field_set);
-  expect_rejected(put, [](auto& w) { w[proxy_descriptor::kSignalOffsetWord] = 8; }, proxy_status::unused_field_set);
-  expect_rejected(put, [&](auto& w) { w[H] = with_field(w[H], kProxyCompletionShift, kProxyCompletionBits, 1); },
-                  proxy_status::unused_field_set);
-  expect_rejected(amo, [](auto& w) { w[proxy_descriptor::kSizeWord] = 4; }, proxy_status::unused_field_set);
-  expect_rejected(amo, [](auto& w) { w[proxy_descriptor::kValueWord] = std::uint64_t{1} << 32; },
-                  proxy_status::unused_field_set);  // a 32-bit operand with its high half set
-  expect_rejected(amo, [](auto& w) { w[proxy_descriptor::kCompareWord] = 1; }, proxy_status::unused_field_set);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kCompareWord] = 1; }, proxy_status::unused_field_set);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kValueWord] = 1; }, proxy_status::unused_field_set);
+  expect_rejected(
+      put, [](auto& w) { w[proxy_descriptor::kSignalOffsetWord] = 8; }, proxy_status::unused_field_set);
+  expect_rejected(
+      put, [&](auto& w) { w[H] = with_field(w[H], kProxyCompletionShift, kProxyCompletionBits, 1); },
+      proxy_status::unused_field_set);
+  expect_rejected(
+      amo, [](auto& w) { w[proxy_descriptor::kSizeWord] = 4; }, proxy_status::unused_field_set);
+  expect_rejected(
+      amo, [](auto& w) { w[proxy_descriptor::kValueWord] = std::uint64_t{1} << 32; },
+      proxy_status::unused_field_set);  // a 32-bit operand with its high half set
+  expect_rejected(
+      amo, [](auto& w) { w[proxy_descriptor::kCompareWord] = 1; }, proxy_status::unused_field_set);
   const proxy_request fence{.op = proxy_op::fence, .pe = kProxyAllPes};
-  expect_rejected(fence, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = 8; }, proxy_status::unused_field_set);
+  expect_rejected(
+      fence, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = 8; }, proxy_status::unused_field_set);
 
   // Alignment and type rules.
-  expect_rejected(amo, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = 18; }, proxy_status::misaligned);
-  expect_rejected(amo, [&](auto& w) {
-    w[H] = with_field(w[H], kProxyAtomicTypeShift, kProxyAtomicTypeBits, std::uint64_t(proxy_atomic_type::float32));
-  }, proxy_status::bad_type_for_op);
+  expect_rejected(
+      amo, [](auto& w) { w[proxy_descriptor::kRemoteOffsetWord] = 18; }, proxy_status::misaligned);
+  expect_rejected(
+      amo,
+      [&](auto& w) {
+        w[H] = with_field(w[H], kProxyAtomicTypeShift, kProxyAtomicTypeBits, std::uint64_t(proxy_atomic_type::float32));
+      },
+      proxy_status::bad_type_for_op);
   const proxy_request sig{.op = proxy_op::signal, .pe = 0, .value = 1, .signal_offset = 64};
-  expect_rejected(sig, [](auto& w) { w[proxy_descriptor::kSignalOffsetWord] = 60; }, proxy_status::misaligned);
+  expect_rejected(
+      sig, [](auto& w) { w[proxy_descriptor::kSignalOffsetWord] = 60; }, proxy_status::misaligned);
 }
 
 TEST(ProxyDescriptor, EncodeRejectsBadRequests) {
@@ -231,8 +254,9 @@ TEST(ProxyDescriptor, EncodeRejectsBadRequests) {
             proxy_status::bad_signal_op);
   EXPECT_EQ(encode({.op = proxy_op::atomic, .atomic_op = static_cast<proxy_atomic_op>(kProxyAtomicOpCount)}).status,
             proxy_status::bad_atomic_op);
-  EXPECT_EQ(encode({.op = proxy_op::atomic, .atomic_type = static_cast<proxy_atomic_type>(kProxyAtomicTypeCount)}).status,
-            proxy_status::bad_atomic_type);
+  EXPECT_EQ(
+      encode({.op = proxy_op::atomic, .atomic_type = static_cast<proxy_atomic_type>(kProxyAtomicTypeCount)}).status,
+      proxy_status::bad_atomic_type);
   EXPECT_EQ(encode({.op = proxy_op::atomic, .atomic_op = proxy_atomic_op::set, .completion = 3}).status,
             proxy_status::unused_field_set);  // set does not fetch, so it has no result slot
   EXPECT_EQ(encode({.op = proxy_op::quiet, .pe = 0, .value = 1}).status, proxy_status::unused_field_set);

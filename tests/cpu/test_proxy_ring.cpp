@@ -126,7 +126,8 @@ TEST(ProxyRing, FullRingBlocksProducersUntilCredits) {
 
 TEST(ProxyRing, FullRingWithoutConsumerRefusesAndStalls) {
   test_ring ring(4, 4, 1);
-  for (unsigned i = 0; i < 4; ++i) ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
+  for (unsigned i = 0; i < 4; ++i)
+    ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
   const proxy_ticket fifth = proxy_post(ring.view, tagged_put(0, 4), abort_now);
   EXPECT_EQ(fifth.status, proxy_status::aborted) << "no credit for a fifth descriptor";
   EXPECT_EQ(fifth.sequence, 4u);
@@ -284,7 +285,8 @@ TEST(ProxyRing, SequenceBarrierUnderShuffledCompletion) {
 TEST(ProxyRing, StoppedConsumerFailsEveryWaitPromptly) {
   test_ring ring(4, 4, 1);
   proxy_ring_consumer consumer(ring.view);
-  for (unsigned i = 0; i < 4; ++i) ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
+  for (unsigned i = 0; i < 4; ++i)
+    ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
   ASSERT_TRUE(consumer.poll().has_value());  // request 0 consumed, never completed
   ASSERT_EQ(proxy_post(ring.view, tagged_put(0, 4), abort_now).status, proxy_status::ok);
 
@@ -315,7 +317,8 @@ TEST(ProxyRing, StoppedConsumerFailsEveryWaitPromptly) {
 TEST(ProxyRing, SilentConsumerFailsAtTheDeadline) {
   // A proxy that died without stopping: only the caller's deadline ends the wait.
   test_ring ring(4, 4, 1);
-  for (unsigned i = 0; i < 4; ++i) ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
+  for (unsigned i = 0; i < 4; ++i)
+    ASSERT_EQ(proxy_post(ring.view, tagged_put(0, i), abort_now).status, proxy_status::ok);
   const auto start = clock_type::now();
   const deadline_abort soon{start + 100ms};
   EXPECT_EQ(proxy_post(ring.view, tagged_put(0, 4), soon).status, proxy_status::aborted);
