@@ -8,11 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define SHOAL_HD __host__ __device__
-#else
-#define SHOAL_HD
-#endif
+#include "shoal/detail/host_device.hpp"
 
 namespace shoal {
 

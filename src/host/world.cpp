@@ -17,27 +17,31 @@ namespace {
 // Every collective heap call first gathers this from all PEs; any difference is an error on all.
 struct heap_call {
   std::uint64_t sequence;
-  std::uint64_t kind;  // 1 allocate, 2 free, 3 register, 4 unregister
+  std::uint64_t kind;  // a world::impl::collective_kind
   std::uint64_t size_or_offset;
   std::uint64_t alignment;
 };
 
 const char* kind_name(std::uint64_t kind) {
-  switch (kind) {
-    case 1:
+  switch (static_cast<world::impl::collective_kind>(kind)) {
+    case world::impl::collective_kind::allocate:
       return "allocate";
-    case 2:
+    case world::impl::collective_kind::free:
       return "free";
-    case 3:
+    case world::impl::collective_kind::register_buffer:
       return "register_buffer";
-    case 4:
+    case world::impl::collective_kind::unregister_buffer:
       return "unregister_buffer";
   }
   return "?";
 }
 
-void agree(world::impl& w, heap_call mine, const char* call) {
-  mine.sequence = ++w.collective_calls;
+}  // namespace
+
+void world::impl::agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment,
+                        const char* call) {
+  world::impl& w = *this;
+  heap_call mine{++w.collective_calls, static_cast<std::uint64_t>(kind), size_or_offset, alignment};
   std::vector<heap_call> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(heap_call));
   for (int pe = 0; pe < w.boot->n_pes(); ++pe) {
@@ -50,6 +54,8 @@ void agree(world::impl& w, heap_call mine, const char* call) {
                               kind_name(other.kind), other.size_or_offset, other.alignment));
   }
 }
+
+namespace {
 
 int pick_device(int requested, const shoal::bootstrap& boot) {
   int count = 0;
@@ -128,13 +134,6 @@ std::uint64_t world::impl::offset_of(const void* p, std::size_t bytes, const cha
   return std::uint64_t(b - heap->base());
 }
 
-const world::impl::registration* world::impl::registered(const void* p, std::size_t bytes) const {
-  auto* b = static_cast<const std::byte*>(p);
-  for (const registration& r : registrations)
-    if (b >= r.base && std::uint64_t(b - r.base) <= r.bytes && bytes <= r.bytes - std::uint64_t(b - r.base)) return &r;
-  return nullptr;
-}
-
 void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const char* call) const {
   check_pe(pe, call);
   require_device(call);
@@ -147,79 +146,6 @@ void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const cha
     throw error(errc::unsupported, call,
                 fmt::format("PE {} is on another node; the proxy transport that reaches it is not built yet", pe));
   return r ? r->peers[local] + offset : heap->slot(local) + offset;
-}
-
-void world::impl::upload_registrations() {
-  detail::registration_table table{};
-  table.count = std::int32_t(registrations.size());
-  for (std::size_t i = 0; i < registrations.size(); ++i)
-    table.entries[i] = {registrations[i].base, registrations[i].bytes, registrations[i].device_peers};
-  SHOAL_CUDA_CHECK(cudaMemcpy(registration_table, &table, sizeof(table), cudaMemcpyHostToDevice));
-}
-
-void world::register_buffer(void* p, std::size_t bytes) {
-  impl& w = *impl_;
-  const char* call = "shoal::world::register_buffer";
-  w.require_device(call);
-  if (p == nullptr || bytes == 0) throw error(errc::invalid_argument, call, "null pointer or zero size");
-  if (w.registrations.size() >= std::size_t(detail::registration_table::kCapacity))
-    throw error(errc::invalid_argument, call,
-                fmt::format("{} buffers are registered already, the most there can be", w.registrations.size()));
-  agree(w, heap_call{0, 3, bytes, 0}, call);
-
-  // Each PE exports the allocation holding its buffer, with the buffer's offset inside it.
-  struct exported {
-    cudaIpcMemHandle_t handle;
-    std::uint64_t offset;
-  } mine{};
-  CUdeviceptr allocation = 0;
-  std::size_t allocation_size = 0;
-  SHOAL_CU_CHECK(
-      detail::driver().mem_get_address_range(&allocation, &allocation_size, reinterpret_cast<CUdeviceptr>(p)));
-  SHOAL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(allocation)));
-  mine.offset = reinterpret_cast<CUdeviceptr>(p) - allocation;
-  std::vector<exported> all(std::size_t(w.boot->n_pes()));
-  w.boot->all_gather(&mine, all.data(), sizeof(exported));
-
-  impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
-  try {
-    for (int pe : w.boot->node_pes()) {
-      if (pe == w.boot->pe()) {
-        r.peers.push_back(r.base);
-        continue;
-      }
-      void* mapped = nullptr;
-      SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[pe].handle, cudaIpcMemLazyEnablePeerAccess));
-      r.ipc_mappings.push_back(mapped);
-      r.peers.push_back(static_cast<std::byte*>(mapped) + all[pe].offset);
-    }
-    SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
-    SHOAL_CUDA_CHECK(
-        cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
-  } catch (...) {
-    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-    if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
-    throw;
-  }
-  w.registrations.push_back(std::move(r));
-  w.upload_registrations();
-  w.boot->barrier();  // no PE writes into a peer's buffer before that peer has registered it
-}
-
-void world::unregister_buffer(void* p) {
-  impl& w = *impl_;
-  const char* call = "shoal::world::unregister_buffer";
-  w.require_device(call);
-  auto it = std::find_if(w.registrations.begin(), w.registrations.end(),
-                         [&](const impl::registration& r) { return r.base == p; });
-  if (it == w.registrations.end())
-    throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
-  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
-  agree(w, heap_call{0, 4, it->bytes, 0}, call);
-  for (void* m : it->ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-  SHOAL_CUDA_LOG(cudaFree(it->device_peers));
-  w.registrations.erase(it);
-  w.upload_registrations();
 }
 
 world::world(std::unique_ptr<impl> impl) noexcept : impl_(std::move(impl)) {}
@@ -259,7 +185,7 @@ void* world::align(std::size_t alignment, std::size_t bytes) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw error(errc::invalid_argument, "shoal::world::align",
                 fmt::format("alignment {} is not a power of two", alignment));
-  agree(w, heap_call{0, 1, bytes, alignment}, "shoal::world::malloc");
+  w.agree(impl::collective_kind::allocate, bytes, alignment, "shoal::world::malloc");
   if (bytes == 0) return nullptr;
   std::optional<std::uint64_t> offset = w.allocator->allocate(bytes, alignment);
   if (!offset) {
@@ -290,7 +216,7 @@ void world::free(void* p) {
   w.require_device("shoal::world::free");
   std::uint64_t offset = p == nullptr ? ~0ull : w.offset_of(p, 0, "shoal::world::free");
   SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
-  agree(w, heap_call{0, 2, offset, 0}, "shoal::world::free");
+  w.agree(impl::collective_kind::free, offset, 0, "shoal::world::free");
   if (p == nullptr) return;
   if (!w.allocator->release(offset))
     throw error(errc::invalid_argument, "shoal::world::free",

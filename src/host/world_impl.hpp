@@ -63,6 +63,11 @@ struct world::impl {
   std::byte* bounce_buffer();
   void* scratch = nullptr;  // device scratch for host atomics' results
 
+  // Collective calls that change the heap or the registered buffers check first, across all PEs, that
+  // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.
+  enum class collective_kind : std::uint64_t { allocate = 1, free, register_buffer, unregister_buffer };
+  void agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call);
+
   // Throws shoal::error(errc::unsupported) when the world was made with kNoDevice.
   void require_device(const char* call) const;
   // Checks [p, p+bytes) lies inside this PE's heap; throws shoal::error naming `call` otherwise.

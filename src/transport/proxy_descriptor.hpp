@@ -8,13 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#if !defined(SHOAL_HD)
-#if defined(__CUDACC__)
-#define SHOAL_HD __host__ __device__
-#else
-#define SHOAL_HD
-#endif
-#endif
+#include "shoal/detail/host_device.hpp"
 
 namespace shoal::detail {
 
