@@ -46,30 +46,11 @@ __global__ void host_atomic_kernel(device_handle h, atomic_kind kind, T* target,
 
 namespace {
 
-// Copies between a peer's heap and local memory on the world's stream and waits. Pageable host memory
-// goes through the world's pinned bounce buffer: the runtime may finish a pageable copy to a peer's
-// memory outside the stream it was given, so the stream's completion would not cover it.
-void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes, bool local_is_dst) {
-  const void* local = local_is_dst ? dst : src;
-  if (!detail::is_pageable(local)) {
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream));
-    SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    return;
-  }
-  std::byte* bounce = s.bounce_buffer();
-  for (std::size_t done = 0; done < bytes; done += world::impl::kBounceBytes) {
-    std::size_t n = std::min(world::impl::kBounceBytes, bytes - done);
-    if (local_is_dst) {
-      SHOAL_CUDA_CHECK(
-          cudaMemcpyAsync(bounce, static_cast<const std::byte*>(src) + done, n, cudaMemcpyDefault, s.stream));
-      SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-      std::memcpy(static_cast<std::byte*>(dst) + done, bounce, n);
-    } else {
-      std::memcpy(bounce, static_cast<const std::byte*>(src) + done, n);
-      SHOAL_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(dst) + done, bounce, n, cudaMemcpyDefault, s.stream));
-      SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    }
-  }
+// Copies between a peer's heap and local memory (device, pinned or pageable host memory) on the world's
+// stream and waits for it.
+void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes) {
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 }
 
 }  // namespace
@@ -77,13 +58,13 @@ void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes
 void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
   void* remote = s.reachable(dst, bytes, pe, "shoal::put");
-  if (bytes != 0) blocking_copy(s, remote, src, bytes, false);
+  if (bytes != 0) blocking_copy(s, remote, src, bytes);
 }
 
 void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
   void* remote = s.reachable(src, bytes, pe, "shoal::get");
-  if (bytes != 0) blocking_copy(s, dst, remote, bytes, true);
+  if (bytes != 0) blocking_copy(s, dst, remote, bytes);
 }
 
 void quiet(world& w) {

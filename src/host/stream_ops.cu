@@ -46,8 +46,9 @@ namespace {
 void require_stream_ordered(const void* local, const char* call) {
   if (detail::is_pageable(local))
     throw error(errc::invalid_argument, call,
-                "the local buffer is pageable host memory, which cannot be copied in stream order; use device "
-                "memory or pinned host memory (cudaMallocHost / cudaHostRegister)");
+                "the local buffer is pageable host memory: copying it would block the call and cannot be "
+                "captured in a CUDA graph; use device memory or pinned host memory (cudaMallocHost / "
+                "cudaHostRegister)");
 }
 }  // namespace
 

@@ -38,8 +38,7 @@ const char* kind_name(std::uint64_t kind) {
 
 }  // namespace
 
-void world::impl::agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment,
-                        const char* call) {
+void world::impl::agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call) {
   world::impl& w = *this;
   heap_call mine{++w.collective_calls, static_cast<std::uint64_t>(kind), size_or_offset, alignment};
   std::vector<heap_call> all(w.boot->n_pes());
@@ -108,11 +107,6 @@ bool detail::is_pageable(const void* p) {
   return attributes.type == cudaMemoryTypeUnregistered;
 }
 
-std::byte* world::impl::bounce_buffer() {
-  if (bounce == nullptr) SHOAL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&bounce), kBounceBytes));
-  return bounce;
-}
-
 void world::impl::require_device(const char* call) const {
   if (device == kNoDevice)
     throw error(errc::unsupported, call, "this world was created with kNoDevice: it has no GPU and no symmetric heap");
@@ -168,7 +162,6 @@ world::~world() {
   impl_->heap.reset();
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
   if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
-  if (impl_->bounce) SHOAL_CUDA_LOG(cudaFreeHost(impl_->bounce));
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
 }
 

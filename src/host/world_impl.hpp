@@ -17,8 +17,9 @@
 namespace shoal {
 
 namespace detail {
-// True for host memory the CUDA runtime does not know (plain malloc/stack): copies from it are not
-// stream-ordered, so stream forms refuse it and blocking forms stage it through pinned memory.
+// True for host memory the CUDA runtime does not know (plain malloc/stack). A copy from it makes the
+// enqueueing call wait for the data to be staged and cannot be captured in a graph, so the stream forms
+// refuse it rather than behave unlike the rest of the stream API.
 bool is_pageable(const void* p);
 }  // namespace detail
 
@@ -58,10 +59,7 @@ struct world::impl {
   const registration* registered(const void* p, std::size_t bytes) const;
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
-  static constexpr std::size_t kBounceBytes = 4u << 20;
-  std::byte* bounce = nullptr;  // pinned host staging for pageable host buffers, made on first use
-  std::byte* bounce_buffer();
-  void* scratch = nullptr;  // device scratch for host atomics' results
+  void* scratch = nullptr;        // device scratch for host atomics' results
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.

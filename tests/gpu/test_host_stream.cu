@@ -17,6 +17,7 @@ TEST(Host, PutGetBlocking) {
   put(w, sym, sent.data(), n, next_pe(w));  // from host memory straight into the peer's heap
   barrier_all(w);
   EXPECT_EQ(first_mismatch(download(sym, n), random_bytes(400 + prev_pe(w), n)), -1);
+  barrier_all(w);  // every PE has checked its copy before anyone overwrites its first int below
   std::vector<std::uint8_t> fetched(n);
   get(w, fetched.data(), sym, n, next_pe(w));  // the next PE holds what its predecessor (me) sent
   EXPECT_EQ(first_mismatch(fetched, sent), -1);
@@ -58,6 +59,7 @@ TEST(Stream, PutSignalAndWaitOnStream) {
     ASSERT_EQ(cudaMemcpy(words, sig, sizeof(words), cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_EQ(words[0], std::uint64_t(round));
     EXPECT_EQ(words[1], std::uint64_t(2 * round));
+    barrier_all(w);  // nobody starts the next round's signals before every PE has read this round's
   }
   // get_on_stream: read the next PE's inbox (which holds my last round's data).
   ASSERT_EQ(cudaMemsetAsync(copy, 0, n, s), cudaSuccess);
