@@ -30,14 +30,13 @@ bool capturing(cudaStream_t stream) {
 
 // Signal update in stream order, after everything before it on the stream. A stream write carries a
 // memory barrier by default, so the data of an earlier copy is visible before the new value.
-void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream) {
+void enqueue_signal(std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream) {
   if (op == sig_op::set) {
     SHOAL_CU_CHECK(detail::driver().stream_write_value64(stream, reinterpret_cast<CUdeviceptr>(remote_sig), value, 0));
   } else {
     signal_add_kernel<<<1, 1, 0, stream>>>(remote_sig, value);
     SHOAL_CUDA_CHECK(cudaGetLastError());
   }
-  (void)w;
 }
 
 }  // namespace
@@ -69,13 +68,13 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
   put_on_stream(w, dst, src, bytes, pe, stream);
-  enqueue_signal(w, remote_sig, value, op, stream);
+  enqueue_signal(remote_sig, value, op, stream);
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
-  enqueue_signal(w, remote_sig, value, op, stream);
+  enqueue_signal(remote_sig, value, op, stream);
 }
 
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {

@@ -64,27 +64,30 @@ __device__ inline void grid_sync(const device_handle& h) {
   __syncthreads();
 }
 
+namespace detail {
+// At grid scope the CTAs meet, CTA 0 meets the other PEs, and the CTAs meet again; at smaller scopes
+// the scope meets the other PEs directly. With `quiet_first`, every thread's earlier RMA is completed.
 template <typename Scope>
-__device__ inline void barrier_all(Scope scope, const device_handle& h) {
+__device__ inline void meet(Scope scope, const device_handle& h, bool quiet_first) {
   if constexpr (std::is_same_v<Scope, grid_scope>) {
-    quiet(h);  // each thread's own RMA, then the CTAs meet and block 0 meets the other PEs
+    if (quiet_first) quiet(h);  // each thread its own RMA: the grid has no single leader to do it
     grid_sync(h);
-    if (grid_scope::block_rank() == 0) detail::meet_all_pes(block, h, false);
+    if (grid_scope::block_rank() == 0) meet_all_pes(block, h, false);
     grid_sync(h);
   } else {
-    detail::meet_all_pes(scope, h, true);
+    meet_all_pes(scope, h, quiet_first);
   }
+}
+}  // namespace detail
+
+template <typename Scope>
+__device__ inline void barrier_all(Scope scope, const device_handle& h) {
+  detail::meet(scope, h, true);
 }
 
 template <typename Scope>
 __device__ inline void sync_all(Scope scope, const device_handle& h) {
-  if constexpr (std::is_same_v<Scope, grid_scope>) {
-    grid_sync(h);
-    if (grid_scope::block_rank() == 0) detail::meet_all_pes(block, h, false);
-    grid_sync(h);
-  } else {
-    detail::meet_all_pes(scope, h, false);
-  }
+  detail::meet(scope, h, false);
 }
 
 }  // namespace shoal

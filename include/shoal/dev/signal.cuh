@@ -29,31 +29,10 @@ __device__ inline void signal_op(const device_handle& h, std::uint64_t* sig, std
   detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_relaxed);
 }
 
-// put, then update the signal on `pe`: a PE that sees the signal change also sees all `bytes` of data.
-// The scope's threads share the copy; one thread updates the signal with release order after the scope
-// has met. On return the source may be reused.
-template <typename Scope>
-__device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
-                                        std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
-  put_bytes_nbi(scope, h, dst, src, bytes, pe);
-  Scope::sync();
-  // Release at system scope is cumulative: the scope barrier orders every thread's stores before it.
-  // At grid scope each CTA signals for its own share: the receiver waits for n_blocks updates (use add).
-  if (std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader())
-    detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_release);
-  Scope::sync();
-}
-
-template <typename Scope, typename T>
-__device__ inline void put_signal(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
-                                  std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  put_signal_bytes(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
-}
-
-// The _nbi form: identical delivery guarantee; the source may be reused only after quiet(). Over
-// load/store transports the copy is done on return, so this differs from put_signal only in skipping the
-// final scope barrier.
+// put, then update the signal on `pe` (the _nbi form): a PE that sees the signal change also sees all
+// `bytes` of data. The scope's threads share the copy; one thread updates the signal with release order
+// after the scope has met. The source may be reused after quiet(); over load/store transports the copy
+// is done on return already.
 template <typename Scope>
 __device__ inline void put_signal_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
                                             std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op,
@@ -61,8 +40,24 @@ __device__ inline void put_signal_bytes_nbi(Scope scope, const device_handle& h,
   SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
   put_bytes_nbi(scope, h, dst, src, bytes, pe);
   Scope::sync();
+  // Release at system scope is cumulative: the scope barrier orders every thread's stores before it.
+  // At grid scope each CTA signals for its own share: the receiver waits for n_blocks updates (use add).
   if (std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader())
     detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_release);
+}
+
+// The blocking form: the _nbi form, then the scope meets, so on return any thread may reuse the source.
+template <typename Scope>
+__device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
+                                        std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  put_signal_bytes_nbi(scope, h, dst, src, bytes, sig, value, op, pe);
+  Scope::sync();
+}
+
+template <typename Scope, typename T>
+__device__ inline void put_signal(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
+                                  std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  put_signal_bytes(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
 }
 
 template <typename Scope, typename T>
