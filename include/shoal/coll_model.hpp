@@ -52,7 +52,8 @@ struct coll_model_table {
   double link_gbps = 365.0;           // beta: one GPU's NVLink bandwidth each way with SM copies, all peers together
   double ll_link_gbps = 120.0;        // beta_ll: rate of LL lines (half data, half flags) a GPU sends
   double local_gbps = 3900.0;         // gamma: local HBM traffic (bytes read + written) of copies and reductions
-  double chunk_bytes = 512.0 * 1024;  // pipelined algorithms (direct, ring) move data in chunks of this size
+  double chunk_bytes = 1024.0 * 1024;  // bytes one staged step carries to a peer, all channels together
+                                       // (team channels x SHOAL_TEAM_SCRATCH_BYTES); an LL step carries half
 };
 
 // The size-dependent parts of one algorithm's cost, before the table's constants are applied. Bytes are
@@ -60,11 +61,11 @@ struct coll_model_table {
 struct cost_terms {
   bool supported = false;   // false: the algorithm does not implement this collective
   bool ll = false;          // steps cost ll_step_us and remote bytes move at ll_link_gbps
-  bool pipelined = false;   // chunked: each step also carries one chunk; remote and local traffic overlap
-  double steps = 0;         // synchronization steps on the critical path
+  bool staged = false;      // data passes through the team's scratch: one step per chunk_bytes (LL: half)
+  double steps = 0;         // synchronization steps on the critical path (staged: at least this many)
   double remote_bytes = 0;  // bytes over links (LL: data and flags)
   double local_bytes = 0;   // local memory traffic: reads + writes of reductions, unpacking, own-block copies
-  double step_bytes = 0;    // pipelined: bytes a step moves to one peer; a chunk is at most this
+  double stage_bytes = 0;   // staged: bytes a member sends one peer through scratch
 };
 
 // Terms for `op` on a team of `n_pes` (>= 1) PEs. `bytes` is OpenSHMEM's nelems x element size:
@@ -77,26 +78,24 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
   auto serial = [](double steps, double remote, double local) {
     return cost_terms{true, false, false, steps, remote, local, 0};
   };
-  auto ll = [](double remote, double local) { return cost_terms{true, true, false, 1, remote, local, 0}; };
-  auto piped = [](double steps, double remote, double local, double step) {
-    return cost_terms{true, false, true, steps, remote, local, step};
-  };
+  // LL and one_shot pass each member's `s` bytes to a peer through scratch.
+  auto ll = [s](double remote, double local) { return cost_terms{true, true, true, 1, remote, local, s}; };
+  auto staged = [s](double remote, double local) { return cost_terms{true, false, true, 1, remote, local, s}; };
+  // Each case lists the algorithms shoal implements for the collective (see shoal/dev/coll/*.cuh).
+  // one_shot stages data through the team's scratch in one signalled step; direct and two_shot work on
+  // the users' buffers between an entry and an exit meeting (two steps).
   switch (op) {
     case collective::barrier:  // each PE signals every peer
       if (algo == algorithm::one_shot) return serial(1, 0, 0);
       break;
-    case collective::broadcast:  // the root is the busiest PE; it also copies its own buffer (2S)
+    case collective::broadcast:  // the root is the busiest PE
       switch (algo) {
         case algorithm::ll:
           return ll(2 * peers * s, 3 * s);  // receivers unpack 2S of lines into S
         case algorithm::one_shot:
-          return serial(1, peers * s, 2 * s);
-        case algorithm::two_shot:
-          return serial(2, 2 * peers / n * s, 2 * s);
+          return staged(peers * s, 2 * s);  // receivers copy the staged S into dst
         case algorithm::direct:
-          return piped(2, 2 * peers / n * s, 2 * s, s / n);
-        case algorithm::ring:
-          return piped(peers, s, 2 * s, s);
+          return serial(2, peers * s, 0);
         default:
           break;
       }
@@ -107,12 +106,9 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
         case algorithm::ll:
           return ll(2 * peers * s, 3 * peers * s + 2 * s);
         case algorithm::one_shot:
-          return serial(1, peers * s, 2 * s);
+          return staged(peers * s, 2 * s + 2 * peers * s);  // and unpack each staged block
         case algorithm::direct:
-          return piped(1, peers * s, 2 * s, s);
-        case algorithm::ring:
-          if (op == collective::fcollect) return piped(peers, peers * s, 2 * s, s);
-          break;
+          return serial(2, peers * s, 2 * s);
         default:
           break;
       }
@@ -123,15 +119,10 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
         case algorithm::ll:
           return ll(2 * peers * s, (2 * peers + 2) * s);
         case algorithm::one_shot:
-          return serial(1, peers * s, (n + 1) * s);
+          return staged(peers * s, (n + 1) * s);
         // Reduce-scatter then all-gather: 2(n-1)/n S each way; a PE reduces only its S/n share.
         case algorithm::two_shot:
           return serial(2, 2 * peers / n * s, (n + 1) / n * s);
-        case algorithm::direct:
-          return piped(2, 2 * peers / n * s, (n + 1) / n * s, s / n);
-        // Each of the n-1 reduce steps reads two blocks of S/n and writes one.
-        case algorithm::ring:
-          return piped(2 * peers, 2 * peers / n * s, 3 * peers / n * s, s / n);
         default:
           break;
       }
@@ -141,11 +132,9 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
         case algorithm::ll:
           return ll(2 * peers * s, (2 * peers + 2) * s);
         case algorithm::one_shot:
-          return serial(1, peers * s, (n + 1) * s);
-        case algorithm::direct:
-          return piped(1, peers * s, (n + 1) * s, s);
-        case algorithm::ring:
-          return piped(peers, peers * s, 3 * peers * s, s);
+          return staged(peers * s, (n + 1) * s);
+        case algorithm::direct:  // each PE reads its block from every peer's source
+          return serial(2, peers * s, (n + 1) * s);
         default:
           break;
       }
@@ -156,10 +145,9 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
 
 // Predicted time in microseconds of one call inside a kernel (add table.launch_us for the on-stream
 // form); infinity when the algorithm does not implement the collective.
-//   serial:    steps x alpha + remote / beta + local / gamma
-//   LL:        alpha_ll + remote / beta_ll + local / gamma
-//   pipelined: steps x (alpha + chunk / beta) + max(remote / beta, local / gamma),
-//              chunk = min(chunk_bytes, step_bytes): the pipeline's fill and drain
+//   serial:  steps x alpha + remote / beta + local / gamma
+//   staged:  ceil(stage / chunk) x alpha + remote / beta + local / gamma
+//   LL:      ceil(stage / (chunk / 2)) x alpha_ll + remote / beta_ll + local / gamma
 constexpr double predict_us(const coll_model_table& table, collective op, algorithm algo, int n_pes,
                             std::uint64_t bytes) {
   const cost_terms t = coll_cost_terms(op, algo, n_pes, bytes);
@@ -168,11 +156,14 @@ constexpr double predict_us(const coll_model_table& table, collective op, algori
   const double beta = table.link_gbps * kBytesPerUsPerGbps;
   const double gamma = table.local_gbps * kBytesPerUsPerGbps;
   const double local_us = t.local_bytes / gamma;
-  if (t.ll) return t.steps * table.ll_step_us + t.remote_bytes / (table.ll_link_gbps * kBytesPerUsPerGbps) + local_us;
-  if (!t.pipelined) return t.steps * table.step_us + t.remote_bytes / beta + local_us;
-  const double chunk = t.step_bytes < table.chunk_bytes ? t.step_bytes : table.chunk_bytes;
-  const double remote_us = t.remote_bytes / beta;
-  return t.steps * (table.step_us + chunk / beta) + (remote_us > local_us ? remote_us : local_us);
+  double steps = t.steps;
+  if (t.staged) {
+    const double per_step = t.ll ? table.chunk_bytes / 2 : table.chunk_bytes;
+    const double needed = static_cast<double>(static_cast<std::uint64_t>((t.stage_bytes + per_step - 1) / per_step));
+    if (needed > steps) steps = needed;
+  }
+  if (t.ll) return steps * table.ll_step_us + t.remote_bytes / (table.ll_link_gbps * kBytesPerUsPerGbps) + local_us;
+  return steps * table.step_us + t.remote_bytes / beta + local_us;
 }
 
 // The algorithm with the least predicted time (the earlier in `algorithm` order on a tie).

@@ -4,6 +4,7 @@
 
 #include "shoal/dev/atomic.cuh"
 #include "shoal/dev/barrier.cuh"
+#include "shoal/dev/coll.cuh"
 #include "shoal/dev/ordering.cuh"
 #include "shoal/dev/rma.cuh"
 #include "shoal/dev/scope.cuh"

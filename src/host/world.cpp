@@ -12,6 +12,9 @@
 #include "host/world_impl.hpp"
 
 namespace shoal {
+namespace detail {
+void create_predefined_teams(world& w);  // team.cpp
+}
 namespace {
 
 // Every collective heap call first gathers this from all PEs; any difference is an error on all.
@@ -128,6 +131,10 @@ std::uint64_t world::impl::offset_of(const void* p, std::size_t bytes, const cha
   return std::uint64_t(b - heap->base());
 }
 
+void world::impl::check_symmetric(const void* p, std::size_t bytes, const char* call) const {
+  if (registered(p, bytes) == nullptr) offset_of(p, bytes, call);
+}
+
 void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const char* call) const {
   check_pe(pe, call);
   require_device(call);
@@ -148,6 +155,10 @@ world& world::operator=(world&&) noexcept = default;
 
 world::~world() {
   if (!impl_) return;
+  // Predefined teams free their heap state first (collective, the same order on every PE).
+  impl_->same_local_rank_team.reset();
+  impl_->node_team.reset();
+  impl_->world_team.reset();
   try {
     if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
     impl_->boot->barrier();  // no PE unmaps while a peer may still touch its memory
@@ -267,6 +278,7 @@ world init(init_options options) {
     s.sync = reinterpret_cast<detail::sync_state*>(words);
     s.device_barrier_flags = reinterpret_cast<std::uint64_t*>(words + sizeof(detail::sync_state));
     s.stream_barrier_flags = s.device_barrier_flags + n;
+    detail::create_predefined_teams(w);
   }
   SHOAL_LOG_INFO(base, "initialized: pe {} of {}, node {} of {}, local pe {} of {}, device {}", w.pe(), w.n_pes(),
                  w.bootstrap().node(), w.bootstrap().n_nodes(), w.bootstrap().local_pe(), w.bootstrap().local_size(),

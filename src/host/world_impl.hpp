@@ -12,6 +12,7 @@
 #include "host/heap_allocator.hpp"
 #include "host/symmetric_heap.hpp"
 #include "shoal/bootstrap.hpp"
+#include "shoal/team.hpp"
 #include "shoal/world.hpp"
 
 namespace shoal {
@@ -58,6 +59,9 @@ struct world::impl {
   // The registration holding [p, p + bytes), or null.
   const registration* registered(const void* p, std::size_t bytes) const;
 
+  // Predefined teams (shoal/team.hpp), created by init after the sync words, destroyed first.
+  std::unique_ptr<team> world_team, node_team, same_local_rank_team;
+
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
   void* scratch = nullptr;        // device scratch for host atomics' results
 
@@ -71,6 +75,8 @@ struct world::impl {
   // Checks [p, p+bytes) lies inside this PE's heap; throws shoal::error naming `call` otherwise.
   std::uint64_t offset_of(const void* p, std::size_t bytes, const char* call) const;
   void check_pe(int pe, const char* call) const;
+  // Throws unless [p, p + bytes) lies in this PE's heap or in one registered buffer.
+  void check_symmetric(const void* p, std::size_t bytes, const char* call) const;
   // ptr() with the checks, throwing when `pe` is not load/store reachable.
   void* reachable(const void* p, std::size_t bytes, int pe, const char* call) const;
 };

@@ -1,0 +1,71 @@
+// Collectives on a stream: each call enqueues one kernel on `stream` and returns at once; no host
+// synchronization inside, so every call can be captured in a CUDA graph and replayed. The algorithm is
+// the cost model's choice for the team and size (SHOAL_ALGO_<COLLECTIVE> forces one). Every member of
+// the team makes the same calls in the same order; PEs outside the team must not call.
+//
+// Buffers are symmetric (heap objects or registered buffers) on every member and hold at least what the
+// call reads or writes; counts are in elements. The host checks this and throws shoal::error naming the
+// call and the value for: a buffer that is not symmetric or too short, a root outside the team, an
+// operator not defined for the type (bit operators on floating types), a destroyed team.
+//
+// Contracts match the device forms: on completion in stream order, `dst` holds the result on every
+// member and `src` may be reused. Concurrent collectives on one team (other streams, or kernels using
+// the team) need disjoint channels: pass `channels` = {first, count} of the team's channels.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "shoal/coll_types.hpp"
+#include "shoal/team.hpp"
+
+namespace shoal {
+
+struct channel_range {
+  int first = 0;
+  int count = 0;  // 0: all of the team's channels from `first`
+};
+
+// Every member meets; barrier also completes each member's earlier RMA (as barrier_all does).
+void barrier_on_stream(const team& t, cudaStream_t stream, channel_range channels = {});
+void sync_on_stream(const team& t, cudaStream_t stream, channel_range channels = {});
+
+// Byte forms of the data-moving collectives (the typed forms below call these).
+void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, int root,
+                               cudaStream_t stream, channel_range channels = {});
+void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                              channel_range channels = {});
+void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                              channel_range channels = {});
+
+// root's src[0, count) lands in every member's dst.
+template <typename T>
+void broadcast_on_stream(const team& t, T* dst, const T* src, std::size_t count, int root, cudaStream_t stream,
+                         channel_range channels = {}) {
+  broadcast_bytes_on_stream(t, dst, src, count * sizeof(T), root, stream, channels);
+}
+// Member i's src[0, count) lands in every member's dst[i * count, (i + 1) * count).
+template <typename T>
+void fcollect_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
+                        channel_range channels = {}) {
+  fcollect_bytes_on_stream(t, dst, src, count * sizeof(T), stream, channels);
+}
+// Member i's src[j * count, (j + 1) * count) lands in member j's dst[i * count, (i + 1) * count).
+template <typename T>
+void alltoall_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
+                        channel_range channels = {}) {
+  alltoall_bytes_on_stream(t, dst, src, count * sizeof(T), stream, channels);
+}
+
+// All-reduce: every member's dst[k] = op over members of src[k], k < count. dst may equal src.
+// Defined for T in is_reduce_type_v (instantiated in the library); half and bfloat16 accumulate in float.
+template <typename T>
+void reduce_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
+                      channel_range channels = {});
+// Member i's dst[0, count) = op over members of src[i * count, (i + 1) * count).
+template <typename T>
+void reducescatter_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op,
+                             cudaStream_t stream, channel_range channels = {});
+
+}  // namespace shoal

@@ -1,0 +1,44 @@
+// Team barriers inside a kernel.
+//   barrier(scope, t)  quiet, then every member meets: on return all RMA any member issued before its
+//                      barrier is complete and visible.
+//   sync(scope, t)     the meeting alone.
+// At thread, warp and block scope the scope meets on the handle's first channel. At grid scope all CTAs
+// meet (grid_sync: every CTA must be resident), CTA 0 meets the other members, and the CTAs meet again.
+#pragma once
+
+#include "shoal/dev/barrier.cuh"
+#include "shoal/dev/coll/detail/unit.cuh"
+
+namespace shoal {
+
+namespace detail {
+template <typename Scope>
+__device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_first) {
+  SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
+  SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
+  if (quiet_first) quiet(t.world);  // every thread completes its own RMA
+  if constexpr (is_grid_v<Scope>) {
+    grid_sync(t.world);
+    if (grid_scope::block_rank() == 0) {
+      const std::uint64_t epoch = next_epoch(block, t, t.channel_first);
+      meet_members(block, t, t.channel_first, 2 * epoch, true);
+    }
+    grid_sync(t.world);
+  } else {
+    const std::uint64_t epoch = next_epoch(scope, t, t.channel_first);
+    meet_members(scope, t, t.channel_first, 2 * epoch, quiet_first);
+  }
+}
+}  // namespace detail
+
+template <typename Scope>
+__device__ inline void barrier(Scope scope, const team_handle& t) {
+  detail::team_meet(scope, t, true);
+}
+
+template <typename Scope>
+__device__ inline void sync(Scope scope, const team_handle& t) {
+  detail::team_meet(scope, t, false);
+}
+
+}  // namespace shoal

@@ -1,0 +1,154 @@
+// The machinery every collective shares.
+//
+// Units. A collective is carried out by units: the calling scope at thread, warp and block scope, or
+// each CTA at grid scope. A unit owns one channel of the team (see team_handle.hpp) and one part of the
+// data; at grid scope, CTA b owns channel first + b and part b of min(CTAs, channels) parts.
+//
+// Epochs. Each step of a collective on a channel takes the next value of that channel's counter (only
+// the unit's leader writes it). All members run the same steps on a channel in the same order, so equal
+// epochs name the same step everywhere. Flags carry 2 x epoch (+1 for a step's second meeting) and only
+// grow, so they are never reset and a fast member may already be one step ahead when others look.
+#pragma once
+
+#include <cuda/atomic>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "shoal/dev/detail/check.cuh"
+#include "shoal/dev/detail/spin.cuh"
+#include "shoal/dev/ordering.cuh"
+#include "shoal/dev/rma.cuh"
+#include "shoal/dev/scope.cuh"
+#include "shoal/team_handle.hpp"
+
+namespace shoal::detail {
+
+template <typename Scope>
+inline constexpr bool is_grid_v = std::is_same_v<Scope, grid_scope>;
+
+// The scope a unit's threads form: the caller's scope, or the CTA at grid scope.
+template <typename Scope>
+using unit_scope_t = std::conditional_t<is_grid_v<Scope>, block_scope, Scope>;
+
+struct coll_unit {
+  int channel;
+  int part;
+  int parts;
+  bool active;  // false for CTAs beyond the channel count at grid scope: they take no share
+};
+
+template <typename Scope>
+__device__ inline coll_unit make_unit(Scope, const team_handle& t) {
+  SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
+  SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
+  if constexpr (is_grid_v<Scope>) {
+    const int parts = int(grid_scope::n_blocks()) < t.channel_count ? int(grid_scope::n_blocks()) : t.channel_count;
+    const int b = int(grid_scope::block_rank());
+    return {t.channel_first + (b < parts ? b : 0), b, parts, b < parts};
+  } else {
+    return {t.channel_first, 0, 1, true};
+  }
+}
+
+// Elements [begin, end) of part `part` of `parts`, splitting `count` in groups of `group` elements so
+// every part but the last starts on a group boundary (16 bytes for the vector paths).
+struct range {
+  std::size_t begin;
+  std::size_t end;
+  __device__ std::size_t size() const { return end - begin; }
+};
+__device__ inline range split_range(std::size_t count, std::size_t group, int part, int parts) {
+  const std::size_t groups = (count + group - 1) / group;
+  const std::size_t per = groups / parts, extra = groups % parts;
+  const std::size_t first = part * per + (std::size_t(part) < extra ? part : extra);
+  const std::size_t n = per + (std::size_t(part) < extra ? 1 : 0);
+  std::size_t begin = first * group, end = (first + n) * group;
+  if (begin > count) begin = count;
+  if (end > count) end = count;
+  return {begin, end};
+}
+
+// The unit's next epoch on its channel. Every thread reads the counter, the unit meets, the leader
+// stores the new value; the unit meets again before its next read (each step ends with a meeting).
+template <typename Unit>
+__device__ inline std::uint64_t next_epoch(Unit, const team_handle& t, int channel) {
+  const std::uint64_t epoch = *const_cast<volatile std::uint64_t*>(t.calls + channel) + 1;
+  Unit::sync();
+  if (Unit::leader()) t.calls[channel] = epoch;
+  return epoch;
+}
+
+// Member `member`'s copy of this PE's team object `p` (a symmetric address).
+template <typename T>
+__device__ inline T* member_ptr(const team_handle& t, T* p, int member) {
+  return remote(t.world, p, t.layout.pe_at(member));
+}
+
+__device__ inline std::uint64_t* flag_of(const team_handle& t, int channel, int member) {
+  return t.flags + std::size_t(channel) * t.layout.size + member;
+}
+
+// The unit tells the members `to(i)` selects that it reached `value`: the leader stores it into its flag
+// on each of them. With `release`, everything the unit wrote before (its threads met first) is visible
+// to a member that sees the flag.
+template <typename Unit, typename Select>
+__device__ inline void arrive(Unit, const team_handle& t, int channel, std::uint64_t value, bool release, Select to) {
+  Unit::sync();
+  if (!Unit::leader()) return;
+  if (release) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+  for (int i = 0; i < t.layout.size; ++i) {
+    if (i == t.index || !to(i)) continue;
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> flag(*member_ptr(t, flag_of(t, channel, t.index), i));
+    flag.store(value, cuda::memory_order_relaxed);
+  }
+}
+
+// The unit waits until every member `from(i)` selects has reached `value` (acquire: what they released
+// is visible to all threads of the unit on return).
+template <typename Unit, typename Select>
+__device__ inline void wait_members(Unit, const team_handle& t, int channel, std::uint64_t value, Select from) {
+  for (int i = int(Unit::rank()); i < t.layout.size; i += int(Unit::size())) {
+    if (i == t.index || !from(i)) continue;
+    std::uint64_t* flag = flag_of(t, channel, i);
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> word(*flag);
+    std::uint64_t seen = 0;
+    if (!spin_until([&] { return (seen = word.load(cuda::memory_order_acquire)) >= value; }, t.world.wait_timeout_ns))
+      report_wait_timeout(t.world, "a team member's collective flag", flag, seen, ">=", value);
+  }
+  Unit::sync();
+}
+
+struct all_members_t {
+  __host__ __device__ constexpr bool operator()(int) const { return true; }
+};
+inline constexpr all_members_t all_members{};
+
+// A meeting of all members on the unit's channel: arrive everywhere, wait for everyone.
+template <typename Unit>
+__device__ inline void meet_members(Unit unit, const team_handle& t, int channel, std::uint64_t value, bool release) {
+  arrive(unit, t, channel, value, release, all_members);
+  wait_members(unit, t, channel, value, all_members);
+}
+
+// Scratch of the staged algorithms: what member `from` sends to this PE on `channel` at `parity`.
+__device__ inline std::byte* scratch_of(const team_handle& t, int channel, int parity, int from) {
+  return t.ll + ((std::size_t(channel) * 2 + parity) * t.layout.size + from) * t.ll_bytes;
+}
+
+}  // namespace shoal::detail
+
+namespace shoal::detail {
+
+// Before a step `epoch` writes into the scratch of the members `to(i)` selects, it makes sure each has
+// finished reading the step that last used the same parity (epoch - 2). Every step leaves a flag that
+// proves it: a step's data or entry flag (2 x epoch) says the member finished the step before, and its
+// done flag (2 x epoch + 1) says it finished this one. Usually long satisfied: one local load a member.
+template <typename Unit, typename Select>
+__device__ inline void await_scratch_free(Unit unit, const team_handle& t, int channel, std::uint64_t epoch,
+                                          Select to) {
+  if (epoch >= 3) wait_members(unit, t, channel, 2 * epoch - 3, to);
+}
+
+}  // namespace shoal::detail

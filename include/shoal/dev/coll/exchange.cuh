@@ -1,0 +1,202 @@
+// Data-moving collectives inside a kernel: broadcast, fcollect (all-gather) and alltoall.
+// Call them with every thread of the scope, on every member of the team, with the same arguments
+// (see team_handle.hpp for channels and grid scope). Buffers are symmetric, `dst` and `src` do not
+// overlap (except dst == src at the root of a broadcast), counts are in elements.
+//
+//   broadcast(scope, t, dst, src, count, root)  root's src[0, count) lands in every member's dst.
+//   fcollect(scope, t, dst, src, count)         member i's src lands in every dst[i * count, +count).
+//   alltoall(scope, t, dst, src, count)         member i's src[j * count, +count) lands in member j's
+//                                               dst[i * count, +count).
+// On return `src` may be reused and `dst` holds the result, for the calling unit's share: the whole
+// buffer at thread, warp and block scope; at grid scope the CTA's part, so meet with grid_sync() before
+// reading parts other CTAs received. Algorithms: ll (lines with flags, one step), one_shot (staged
+// through the team's scratch, one signalled step), direct (straight into the peers' dst between two
+// meetings); the cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "shoal/dev/coll/detail/ll.cuh"
+#include "shoal/dev/coll/detail/unit.cuh"
+#include "shoal/dev/detail/copy.cuh"
+
+namespace shoal {
+
+namespace detail {
+
+// Sends block `send_block(j)` of `bytes` to member j's dst[me] for every member j selected by `sends_to`,
+// and receives from every member selected by `receives_from` into dst[i]; only the unit's range `r` of
+// each block moves. Member i's block lands at dst + i * dst_stride.
+struct exchange_plan {
+  std::byte* dst;
+  std::size_t dst_stride;  // bytes between received blocks in dst (0: all land at dst, as in broadcast)
+  std::size_t bytes;       // one block
+};
+
+template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+__device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, const exchange_plan& p, range r,
+                                   SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
+  const std::size_t payload = ll_payload(t);
+  const int n = t.size(), me = t.index;
+  for (std::size_t off = r.begin; off < r.end; off += payload) {
+    const std::size_t end = off + payload < r.end ? off + payload : r.end;
+    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const int parity = int(epoch & 1);
+    const std::uint32_t flag = ll_flag(epoch);
+    await_scratch_free(unit, t, ch, epoch, [&](int j) { return sends_to(j); });
+    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
+      const std::size_t m = end - o < 8 ? end - o : 8;
+      const std::size_t line = (o - off) / 8 * 16;
+      for (int j = 0; j < n; ++j) {
+        if (!sends_to(j)) continue;
+        const std::uint64_t word = load_word(send_block(j) + o, m);
+        if (j == me) {
+          if (receives_from(me)) store_word(p.dst + me * p.dst_stride + o, m, word);
+        } else {
+          ll_store(member_ptr(t, my_lines, j) + line, word, flag);
+        }
+      }
+      for (int i = 0; i < n; ++i)
+        if (i != me && receives_from(i))
+          store_word(p.dst + i * p.dst_stride + o, m, ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+    }
+    arrive(unit, t, ch, 2 * epoch + 1, false, all_members);  // done with this step's lines
+  }
+  Unit::sync();
+}
+
+template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+__device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, const exchange_plan& p, range r,
+                                       SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
+  const std::size_t capacity = t.ll_bytes;
+  const int n = t.size(), me = t.index;
+  const bool receives_any = [&] {
+    for (int i = 0; i < n; ++i)
+      if (i != me && receives_from(i)) return true;
+    return false;
+  }();
+  for (std::size_t off = r.begin; off < r.end; off += capacity) {
+    const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
+    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const int parity = int(epoch & 1);
+    await_scratch_free(unit, t, ch, epoch, [&](int j) { return j != me && sends_to(j); });
+    std::byte* mine = scratch_of(t, ch, parity, me);
+    for (int j = 0; j < n; ++j) {
+      if (!sends_to(j)) continue;
+      if (j == me) {
+        if (receives_from(me) && p.dst + me * p.dst_stride + off != send_block(me) + off)
+          copy_bytes(p.dst + me * p.dst_stride + off, send_block(me) + off, len, Unit::rank(), Unit::size());
+      } else {
+        copy_bytes(member_ptr(t, mine, j), send_block(j) + off, len, Unit::rank(), Unit::size());
+      }
+    }
+    // Data-ready flags go to every member (those who got no data take them as progress, see
+    // await_scratch_free); a member that receives nothing this step says it is done at once.
+    arrive(unit, t, ch, receives_any ? 2 * epoch : 2 * epoch + 1, true, all_members);
+    wait_members(unit, t, ch, 2 * epoch, [&](int i) { return receives_from(i); });
+    for (int i = 0; i < n; ++i)
+      if (i != me && receives_from(i))
+        copy_bytes<true>(p.dst + i * p.dst_stride + off, scratch_of(t, ch, parity, i), len, Unit::rank(),
+                         Unit::size());
+  }
+  Unit::sync();
+}
+
+// Straight into the receivers' dst, between an entry meeting (receivers are in the call, so their dst
+// may be overwritten) and an exit meeting (the data has arrived).
+template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+__device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, const exchange_plan& p, range r,
+                                       SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
+  const int n = t.size(), me = t.index;
+  const std::uint64_t epoch = next_epoch(unit, t, ch);
+  arrive(unit, t, ch, 2 * epoch, true, all_members);
+  wait_members(unit, t, ch, 2 * epoch, [&](int j) { return sends_to(j); });
+  for (int j = 0; j < n; ++j) {
+    if (!sends_to(j)) continue;
+    std::byte* to = p.dst + me * p.dst_stride + r.begin;
+    if (j != me)
+      to = member_ptr(t, to, j);
+    else if (!receives_from(me) || to == send_block(me) + r.begin)
+      continue;
+    copy_bytes(to, send_block(j) + r.begin, r.size(), Unit::rank(), Unit::size());
+  }
+  arrive(unit, t, ch, 2 * epoch + 1, true, all_members);
+  wait_members(unit, t, ch, 2 * epoch + 1, [&](int i) { return receives_from(i); });
+}
+
+template <typename Scope, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+__device__ inline void exchange(Scope scope, const team_handle& t, collective coll, const exchange_plan& p,
+                                SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
+  const coll_unit u = make_unit(scope, t);
+  if (!u.active) return;
+  using Unit = unit_scope_t<Scope>;
+  const range r = split_range(p.bytes, 16, u.part, u.parts);
+  // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
+  switch (t.pick(coll, p.bytes, algorithm::direct)) {
+    case algorithm::ll:
+      exchange_ll(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+      break;
+    case algorithm::one_shot:
+      exchange_staged(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+      break;
+    default:
+      exchange_direct(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+      break;
+  }
+}
+
+}  // namespace detail
+
+template <typename Scope>
+__device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
+                                       std::size_t bytes, int root) {
+  SHOAL_DEVICE_CHECK(t.world, root >= 0 && root < t.size(), "broadcast root (team index)", root);
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes);
+  auto* from = static_cast<const std::byte*>(src);
+  const int me = t.index;
+  detail::exchange(
+      scope, t, collective::broadcast, detail::exchange_plan{static_cast<std::byte*>(dst), 0, bytes},
+      [=](int) { return from; }, [=](int) { return me == root; }, [=](int i) { return i == root; });
+}
+
+template <typename Scope>
+__device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
+                                      std::size_t bytes) {
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  auto* from = static_cast<const std::byte*>(src);
+  detail::exchange(
+      scope, t, collective::fcollect, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes},
+      [=](int) { return from; }, detail::all_members, detail::all_members);
+}
+
+template <typename Scope>
+__device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
+                                      std::size_t bytes) {
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  auto* from = static_cast<const std::byte*>(src);
+  detail::exchange(
+      scope, t, collective::alltoall, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes},
+      [=](int j) { return from + j * bytes; }, detail::all_members, detail::all_members);
+}
+
+template <typename Scope, typename T>
+__device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
+                                 int root) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  broadcast_bytes(scope, t, dst, src, count * sizeof(T), root);
+}
+template <typename Scope, typename T>
+__device__ inline void fcollect(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  fcollect_bytes(scope, t, dst, src, count * sizeof(T));
+}
+template <typename Scope, typename T>
+__device__ inline void alltoall(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  alltoall_bytes(scope, t, dst, src, count * sizeof(T));
+}
+
+}  // namespace shoal

@@ -1,0 +1,176 @@
+// Reductions inside a kernel, on every member of the team with the same arguments (see team_handle.hpp
+// for channels and grid scope). Buffers are symmetric; counts are in elements; Op is a shoal::op tag.
+//
+//   reduce(scope, t, op, dst, src, count)         all-reduce: every member's dst[k] = op over members of
+//                                                 src[k]. dst may be src (in place), or must not overlap it.
+//   reducescatter(scope, t, op, dst, src, count)  member i's dst[k] = op over members of src[i * count + k];
+//                                                 dst and src do not overlap.
+// On return `src` may be reused and `dst` holds the result for the calling unit's share (at grid scope
+// the CTA's part: meet with grid_sync() before reading other parts). half and bfloat16 accumulate in
+// float. Algorithms: ll (lines with flags), one_shot (each member's data staged into every peer's
+// scratch, one signalled step, then a local reduction), two_shot (all-reduce: each member reduces its
+// 1/n of the buffer from the peers' sources and writes the result into every member's dst, between two
+// meetings), direct (reduce-scatter: each member reduces its block from the peers' sources, between two
+// meetings). The cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shoal/coll_types.hpp"
+#include "shoal/dev/coll/detail/ll.cuh"
+#include "shoal/dev/coll/detail/loops.cuh"
+#include "shoal/dev/coll/detail/unit.cuh"
+#include "shoal/dev/detail/copy.cuh"
+
+namespace shoal {
+
+namespace detail {
+
+// What one member reduces: its own src block `mine` (elements [begin, end) of it) with the block
+// `theirs` that every member sends it; the result lands in `dst`.
+template <typename T>
+struct reduce_plan {
+  T* dst;          // result, indexed like the block
+  const T* src;    // this member's source buffer
+  std::size_t count;           // elements in one block
+  std::size_t block_stride;    // elements between the blocks sent to different members (0: all get src)
+};
+
+// LL: every 8-byte word of the block goes to each member as a line; each member reduces what arrives.
+template <reduce_op Op, typename T, typename Unit>
+__device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
+  const std::size_t payload = ll_payload(t);
+  const int n = t.size(), me = t.index;
+  const std::size_t begin = r.begin * sizeof(T), end_all = r.end * sizeof(T);
+  const auto* src = reinterpret_cast<const std::byte*>(p.src);
+  auto* dst = reinterpret_cast<std::byte*>(p.dst);
+  const std::size_t stride = p.block_stride * sizeof(T);
+  for (std::size_t off = begin; off < end_all; off += payload) {
+    const std::size_t end = off + payload < end_all ? off + payload : end_all;
+    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const int parity = int(epoch & 1);
+    const std::uint32_t flag = ll_flag(epoch);
+    await_scratch_free(unit, t, ch, epoch, all_members);
+    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
+      const std::size_t m = end - o < 8 ? end - o : 8;
+      const std::size_t line = (o - off) / 8 * 16;
+      for (int j = 0; j < n; ++j)
+        if (j != me) ll_store(member_ptr(t, my_lines, j) + line, load_word(src + j * stride + o, m), flag);
+      auto acc = acc_word<T, std::uint64_t>::from(load_word(src + me * stride + o, m));
+      for (int i = 0; i < n; ++i)
+        if (i != me) acc.template add<Op>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+      store_word(dst + o, m, acc.word());
+    }
+    arrive(unit, t, ch, 2 * epoch + 1, false, all_members);  // done with this step's lines
+  }
+  Unit::sync();
+}
+
+// One-shot: stage each member's block into its scratch, one signalled step, reduce locally.
+template <reduce_op Op, typename T, typename Unit>
+__device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
+  const std::size_t capacity = t.ll_bytes / sizeof(T);
+  const int n = t.size(), me = t.index;
+  for (std::size_t off = r.begin; off < r.end; off += capacity) {
+    const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
+    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const int parity = int(epoch & 1);
+    await_scratch_free(unit, t, ch, epoch, all_members);
+    std::byte* mine = scratch_of(t, ch, parity, me);
+    for (int j = 0; j < n; ++j)
+      if (j != me)
+        copy_bytes(member_ptr(t, mine, j), p.src + j * p.block_stride + off, len * sizeof(T), Unit::rank(),
+                   Unit::size());
+    meet_members(unit, t, ch, 2 * epoch, true);
+    reduce_sources<Op, T>(
+        len, n,
+        [&](int s) {
+          // Source 0 is this member's own block; the others are the peers' staged blocks, in order.
+          if (s == 0) return p.src + me * p.block_stride + off;
+          const int from = s <= me ? s - 1 : s;
+          return reinterpret_cast<const T*>(scratch_of(t, ch, parity, from));
+        },
+        1, [&](int) { return p.dst + off; }, Unit::rank(), Unit::size());
+  }
+  Unit::sync();
+}
+
+// Pull: after an entry meeting (every member's src is ready), reduce the elements [r) of block `block`
+// from every member's src, write the result to each dst in `targets` (this member's dst, or every
+// member's: the all-gather half of two-shot), then an exit meeting (reads done, writes visible).
+template <reduce_op Op, typename T, typename Unit>
+__device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r,
+                                   int block, bool write_everywhere) {
+  const int n = t.size(), me = t.index;
+  const std::uint64_t epoch = next_epoch(unit, t, ch);
+  meet_members(unit, t, ch, 2 * epoch, true);
+  const T* src = p.src + block * p.block_stride + r.begin;
+  reduce_sources<Op, T>(
+      r.size(), n, [&](int s) { return s == 0 ? src : member_ptr(t, src, s <= me ? s - 1 : s); },
+      write_everywhere ? n : 1,
+      [&](int d) { return d == 0 ? p.dst + r.begin : member_ptr(t, p.dst + r.begin, d <= me ? d - 1 : d); },
+      Unit::rank(), Unit::size());
+  meet_members(unit, t, ch, 2 * epoch + 1, true);
+}
+
+template <typename T>
+__device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t dst_count,
+                                         std::size_t src_count) {
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, dst_count * sizeof(T));
+  SHOAL_CHECK_SYMMETRIC(t.world, src, src_count * sizeof(T));
+}
+
+}  // namespace detail
+
+template <typename Scope, reduce_op Op, typename T>
+__device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src,
+                              std::size_t count) {
+  static_assert(op_defined_for_v<T, Op>, "reduce: the operator is not defined for this element type");
+  detail::check_reduce_args(t, dst, src, count, count);
+  const detail::coll_unit u = detail::make_unit(scope, t);
+  if (!u.active) return;
+  using Unit = detail::unit_scope_t<Scope>;
+  const detail::reduce_plan<T> plan{dst, src, count, 0};
+  const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
+  switch (t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot)) {
+    case algorithm::ll:
+      detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
+      break;
+    case algorithm::one_shot:
+      detail::reduce_staged<Op>(Unit{}, t, u.channel, plan, r);
+      break;
+    default: {
+      // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
+      const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
+      detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+      break;
+    }
+  }
+}
+
+template <typename Scope, reduce_op Op, typename T>
+__device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src,
+                                     std::size_t count) {
+  static_assert(op_defined_for_v<T, Op>, "reducescatter: the operator is not defined for this element type");
+  detail::check_reduce_args(t, dst, src, count, count * t.size());
+  const detail::coll_unit u = detail::make_unit(scope, t);
+  if (!u.active) return;
+  using Unit = detail::unit_scope_t<Scope>;
+  const detail::reduce_plan<T> plan{dst, src, count, count};
+  const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
+  switch (t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct)) {
+    case algorithm::ll:
+      detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
+      break;
+    case algorithm::one_shot:
+      detail::reduce_staged<Op>(Unit{}, t, u.channel, plan, r);
+      break;
+    default:
+      detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, r, t.index, false);
+      break;
+  }
+}
+
+}  // namespace shoal

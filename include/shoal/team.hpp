@@ -1,0 +1,75 @@
+// shoal::team: a set of PEs that run collectives together, and the owner of their synchronization
+// state and scratch in the symmetric heap (sized at creation from SHOAL_TEAM_CHANNELS and
+// SHOAL_TEAM_LL_BYTES; there is no limit on the number of teams beyond heap space).
+//
+// Predefined teams live as long as their world: world_team(w) (every PE), node_team(w) (the PEs of
+// this PE's node: its load/store domain) and same_local_rank_team(w) (one PE per node, those with this
+// PE's local index). User teams come from split_strided and split_2d.
+//
+// Creating and destroying a team is collective over the *whole world*, members or not (OpenSHMEM asks
+// only the parent team): a team's state is a symmetric heap allocation, and heap calls are collective
+// over the world. A PE outside the new team gets a team with member() == false, which it must still
+// destroy (or let go out of scope) in the same order as the members.
+#pragma once
+
+#include <utility>
+
+#include "shoal/team_handle.hpp"
+#include "shoal/team_layout.hpp"
+#include "shoal/world.hpp"
+
+namespace shoal {
+
+class team {
+ public:
+  team() = default;  // no team: every query reports no members and device_handle() throws
+  team(team&& other) noexcept;
+  team& operator=(team&& other) noexcept;
+  team(const team&) = delete;
+  team& operator=(const team&) = delete;
+  ~team();  // destroy(), logging instead of throwing
+
+  // Collective over the world (see above): frees the team's state. The team must not be used after,
+  // on the host or in a kernel; the host API throws shoal::error for a destroyed team.
+  void destroy();
+
+  bool valid() const noexcept { return world_ != nullptr; }  // created and not destroyed
+  bool member() const noexcept { return handle_.index >= 0; }
+  int size() const noexcept { return handle_.layout.size; }
+  int my_index() const noexcept { return handle_.index; }  // -1 on a PE outside the team
+  team_layout layout() const noexcept { return handle_.layout; }
+  // World PE of member `index`, or -1.
+  int pe_of(int index) const noexcept { return handle_.layout.pe_at(index); }
+  // OpenSHMEM team_translate_pe: the index in `to` of this team's member `index`, or -1.
+  int translate(int index, const team& to) const noexcept { return handle_.layout.translate(index, to.layout()); }
+
+  // The view kernels take by value. Throws shoal::error for a destroyed or default-constructed team.
+  team_handle device_handle() const;
+  world& owner() const;  // the world the team belongs to; throws like device_handle()
+
+  // Collective over the world: allocates the state of a team with `layout` (invalid on PEs outside it).
+  // Used by the functions below and by init; applications call split_strided or split_2d.
+  team(world& w, team_layout layout);
+
+ private:
+  world* world_ = nullptr;
+  team_handle handle_{};
+  void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
+};
+
+// The predefined teams of `w` (created by init, destroyed with the world).
+const team& world_team(const world& w);
+const team& node_team(const world& w);
+// One PE per node, when every node holds the same number of consecutively numbered PEs; otherwise a team
+// with this PE alone.
+const team& same_local_rank_team(const world& w);
+
+// OpenSHMEM team_split_strided: the parent's members at indices start, start + stride, ..., `size` of
+// them. Collective over the world. Throws shoal::error when the indices are not members of `parent`.
+team split_strided(world& w, const team& parent, int start, int stride, int size);
+
+// OpenSHMEM team_split_2d: the parent's members in rows of `xrange`; returns {x team (this PE's row),
+// y team (its column)}. Collective over the world; a PE outside `parent` gets two non-member teams.
+std::pair<team, team> split_2d(world& w, const team& parent, int xrange);
+
+}  // namespace shoal

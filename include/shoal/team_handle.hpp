@@ -1,0 +1,82 @@
+// shoal::team_handle: a team as kernels see it, passed by value like device_handle. It carries the
+// world's handle, the team's PE set, this PE's index in it, the team's synchronization state and
+// scratch in the symmetric heap, and the algorithm choice the cost model made when the team was created.
+//
+// Channels. A team's state is split into channels; each channel has its own epochs, flags and LL
+// buffers, so collectives on different channels may run at the same time. A call at thread, warp or
+// block scope uses the first channel of the handle; a grid-scope call uses one channel per CTA (CTAs
+// beyond the channel count take no share). Collectives that run concurrently on one team (from
+// different CTAs, kernels or streams) must use disjoint channel ranges: t.channels(first, count).
+// Calls on one channel are matched across PEs by order, so every member makes the same sequence of
+// calls on it, with the same counts and, at grid scope, the same number of CTAs.
+// Compiles with a plain host compiler; the functions that use it are in shoal/dev/coll.cuh.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "shoal/coll_model.hpp"
+#include "shoal/detail/host_device.hpp"
+#include "shoal/device_handle.hpp"
+#include "shoal/team_layout.hpp"
+
+namespace shoal {
+
+// Which algorithm a device call runs, per collective: a forced one, or size thresholds the cost model
+// set (bytes as coll_cost_terms counts them: ll up to ll_max_bytes, one_shot up to one_shot_max_bytes,
+// then the large-message algorithm).
+struct coll_tuning {
+  std::uint64_t ll_max_bytes[kCollectiveCount] = {};
+  std::uint64_t one_shot_max_bytes[kCollectiveCount] = {};
+  std::int8_t forced[kCollectiveCount] = {-1, -1, -1, -1, -1, -1};  // an algorithm, or -1 for the model
+};
+
+struct team_handle {
+  device_handle world;     // the world this team belongs to
+  team_layout layout;      // members, as world PEs
+  std::int32_t index = -1;  // this PE's index in the team, or -1 when it is not a member
+  std::int32_t channel_first = 0;
+  std::int32_t channel_count = 0;
+  std::int32_t channel_total = 0;  // channels the team owns (the stride of the state arrays)
+  std::uint32_t ll_bytes = 0;      // LL line bytes per channel, parity and member (payload is half)
+  std::uint64_t* calls = nullptr;  // [channel_total] this PE's count of collective steps per channel
+  std::uint64_t* flags = nullptr;  // [channel_total][size], symmetric: flag i is written by member i
+  std::byte* ll = nullptr;         // [channel_total][2][size][ll_bytes], symmetric: part i written by member i
+  coll_tuning tuning;
+
+  SHOAL_HD constexpr bool member() const { return index >= 0; }
+  SHOAL_HD constexpr int size() const { return layout.size; }
+
+  // A view of `count` channels starting at this view's channel `first`, for concurrent collectives.
+  // An out-of-range request gives a view with no channels, which device calls reject in debug builds.
+  SHOAL_HD constexpr team_handle channels(int first, int count) const {
+    team_handle view = *this;
+    const bool ok = first >= 0 && count >= 1 && first + count <= channel_count;
+    view.channel_first = ok ? channel_first + first : channel_first;
+    view.channel_count = ok ? count : 0;
+    return view;
+  }
+
+  // The algorithm a call of `coll` on `bytes` runs (bytes as coll_cost_terms counts them): the forced
+  // one, else ll, one_shot or `large` by the model's thresholds. The same on every member.
+  SHOAL_HD constexpr algorithm pick(collective coll, std::uint64_t bytes, algorithm large) const {
+    const int c = static_cast<int>(coll);
+    if (tuning.forced[c] >= 0) return static_cast<algorithm>(tuning.forced[c]);
+    if (bytes <= tuning.ll_max_bytes[c]) return algorithm::ll;
+    if (bytes <= tuning.one_shot_max_bytes[c]) return algorithm::one_shot;
+    return large;
+  }
+
+  // The same team with `algo` forced for `coll` (as SHOAL_ALGO_<COLL> does for every call).
+  SHOAL_HD constexpr team_handle with_algorithm(collective coll, algorithm algo) const {
+    team_handle view = *this;
+    view.tuning.forced[static_cast<int>(coll)] = static_cast<std::int8_t>(algo);
+    return view;
+  }
+};
+
+static_assert(std::is_trivially_copyable_v<team_handle>, "kernels take the team handle by value");
+static_assert(sizeof(team_handle) <= 512, "the team handle is a kernel argument");
+
+}  // namespace shoal

@@ -1,0 +1,71 @@
+#include "coll/stream_common.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "host/world_impl.hpp"
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+
+using shoal::errc;
+using shoal::error;
+
+team_handle stream_view(const team& t, channel_range channels, const char* call) {
+  if (!t.valid()) throw error(errc::invalid_argument, call, "the team was destroyed or never created");
+  if (!t.member())
+    throw error(errc::invalid_argument, call, fmt::format("PE {} is not a member of this team", t.owner().pe()));
+  team_handle h = t.device_handle();
+  const int count = channels.count == 0 ? h.channel_count - channels.first : channels.count;
+  if (channels.first < 0 || count < 1 || channels.first + count > h.channel_count)
+    throw error(errc::invalid_argument, call,
+                fmt::format("channels [{}, +{}) are not inside the team's {} channels", channels.first, count,
+                            h.channel_count));
+  return h.channels(channels.first, count);
+}
+
+void check_buffer(const team& t, const void* p, std::size_t bytes, const char* call, const char* what) {
+  try {
+    t.owner().internals().check_symmetric(p, bytes, call);
+  } catch (const error& e) {
+    throw error(errc::invalid_argument, call, fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+void check_root(const team& t, int root, const char* call) {
+  if (root < 0 || root >= t.size())
+    throw error(errc::invalid_argument, call,
+                fmt::format("root {} is not a member index of a team of {} PEs", root, t.size()));
+}
+
+void check_op_for_floating(reduce_op op, const char* call) {
+  if (is_bit_op(op))
+    throw error(errc::invalid_argument, call,
+                fmt::format("operator {} is defined on integer types only", to_string(op)));
+}
+
+void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call) {
+  auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  if (a_bytes != 0 && b_bytes != 0 && x < y + b_bytes && y < x + a_bytes)
+    throw error(errc::invalid_argument, call, "dst and src overlap");
+}
+
+coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes) {
+  // Per-CTA shares: one LL step's payload, one staged step's scratch, or a slice big enough to stream.
+  std::uint64_t share = 64 * 1024, bytes = total_bytes;
+  if (algo == algorithm::ll) share = t.ll_bytes / 2, bytes = block_bytes;
+  if (algo == algorithm::one_shot) share = t.ll_bytes, bytes = block_bytes;
+  const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
+  const unsigned ctas = unsigned(std::min<std::uint64_t>(wanted, std::uint64_t(t.channel_count)));
+  return {ctas, 512};
+}
+
+void check_launch(const char* call) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    throw error(errc::cuda, call, fmt::format("kernel launch failed: {}", cudaGetErrorString(status)));
+}
+
+}  // namespace shoal::detail

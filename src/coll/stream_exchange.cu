@@ -1,0 +1,85 @@
+// On-stream barrier, sync, broadcast, fcollect and alltoall: one grid-scope kernel each.
+#include "coll/stream_common.hpp"
+#include "shoal/dev/coll.cuh"
+
+namespace shoal {
+namespace {
+
+__global__ void meet_kernel(team_handle t, bool quiet_first) {
+  if (quiet_first)
+    barrier(block, t);
+  else
+    sync(block, t);
+}
+
+__global__ void broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
+  broadcast_bytes(grid, t, dst, src, bytes, root);
+}
+__global__ void fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  fcollect_bytes(grid, t, dst, src, bytes);
+}
+__global__ void alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  alltoall_bytes(grid, t, dst, src, bytes);
+}
+
+void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, bool quiet_first, const char* call) {
+  const team_handle h = detail::stream_view(t, channels, call);
+  meet_kernel<<<1, 32, 0, stream>>>(h, quiet_first);
+  detail::check_launch(call);
+}
+
+}  // namespace
+
+void barrier_on_stream(const team& t, cudaStream_t stream, channel_range channels) {
+  meet_on_stream(t, stream, channels, true, "shoal::barrier_on_stream");
+}
+void sync_on_stream(const team& t, cudaStream_t stream, channel_range channels) {
+  meet_on_stream(t, stream, channels, false, "shoal::sync_on_stream");
+}
+
+void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, int root,
+                               cudaStream_t stream, channel_range channels) {
+  constexpr const char* call = "shoal::broadcast_on_stream";
+  const team_handle h = detail::stream_view(t, channels, call);
+  detail::check_root(t, root, call);
+  detail::check_buffer(t, dst, bytes, call, "dst");
+  if (t.my_index() == root) {
+    detail::check_buffer(t, src, bytes, call, "src");
+    if (dst != src) detail::check_no_overlap(dst, bytes, src, bytes, call);
+  }
+  if (bytes == 0) return;
+  const auto launch =
+      detail::plan_launch(h, h.pick(collective::broadcast, bytes, algorithm::direct), bytes, bytes);
+  broadcast_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes, root);
+  detail::check_launch(call);
+}
+
+void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                              channel_range channels) {
+  constexpr const char* call = "shoal::fcollect_on_stream";
+  const team_handle h = detail::stream_view(t, channels, call);
+  detail::check_buffer(t, dst, bytes * t.size(), call, "dst");
+  detail::check_buffer(t, src, bytes, call, "src");
+  detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
+  if (bytes == 0) return;
+  const auto launch =
+      detail::plan_launch(h, h.pick(collective::fcollect, bytes, algorithm::direct), bytes, bytes * t.size());
+  fcollect_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes);
+  detail::check_launch(call);
+}
+
+void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                              channel_range channels) {
+  constexpr const char* call = "shoal::alltoall_on_stream";
+  const team_handle h = detail::stream_view(t, channels, call);
+  detail::check_buffer(t, dst, bytes * t.size(), call, "dst");
+  detail::check_buffer(t, src, bytes * t.size(), call, "src");
+  detail::check_no_overlap(dst, bytes * t.size(), src, bytes * t.size(), call);
+  if (bytes == 0) return;
+  const auto launch =
+      detail::plan_launch(h, h.pick(collective::alltoall, bytes, algorithm::direct), bytes, bytes * t.size());
+  alltoall_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes);
+  detail::check_launch(call);
+}
+
+}  // namespace shoal

@@ -1,0 +1,116 @@
+// The on-stream reductions for one element type: SHOAL_INSTANTIATE_REDUCE_ON_STREAM(T) in a .cu file
+// defines reduce_on_stream<T> and reducescatter_on_stream<T>. Kernels exist per storage type and
+// operator: integer sum, prod and bit operators run on the unsigned type of the same width (the same
+// bits, and no signed overflow); min and max keep the signedness. So int32_t and long share kernels.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "coll/stream_common.hpp"
+#include "shoal/dev/coll.cuh"
+
+namespace shoal::detail {
+
+template <typename T, reduce_op Op>
+__global__ void reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  reduce(grid, t, op_tag<Op>{}, dst, src, count);
+}
+template <typename T, reduce_op Op>
+__global__ void reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
+}
+
+template <std::size_t Bytes, bool Signed>
+struct fixed_int;
+template <> struct fixed_int<1, true> { using type = std::int8_t; };
+template <> struct fixed_int<2, true> { using type = std::int16_t; };
+template <> struct fixed_int<4, true> { using type = std::int32_t; };
+template <> struct fixed_int<8, true> { using type = std::int64_t; };
+template <> struct fixed_int<1, false> { using type = std::uint8_t; };
+template <> struct fixed_int<2, false> { using type = std::uint16_t; };
+template <> struct fixed_int<4, false> { using type = std::uint32_t; };
+template <> struct fixed_int<8, false> { using type = std::uint64_t; };
+
+// The type the kernel of `Op` runs on for elements of T.
+template <typename T, reduce_op Op>
+using storage_t = std::conditional_t<
+    std::is_integral_v<T>,
+    typename fixed_int<sizeof(T), std::is_signed_v<T> && (Op == reduce_op::min || Op == reduce_op::max)>::type, T>;
+
+template <bool kScatter, typename T, reduce_op Op>
+void launch_reduce(const team_handle& h, coll_launch launch, T* dst, const T* src, std::size_t count,
+                   cudaStream_t stream) {
+  if constexpr (op_defined_for_v<T, Op>) {
+    using S = storage_t<T, Op>;
+    auto* d = reinterpret_cast<S*>(dst);
+    auto* s = reinterpret_cast<const S*>(src);
+    if constexpr (kScatter)
+      reducescatter_kernel<S, Op><<<launch.ctas, launch.threads, 0, stream>>>(h, d, s, count);
+    else
+      reduce_kernel<S, Op><<<launch.ctas, launch.threads, 0, stream>>>(h, d, s, count);
+  }
+}
+
+template <bool kScatter, typename T>
+void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
+                           channel_range channels) {
+  const char* call = kScatter ? "shoal::reducescatter_on_stream" : "shoal::reduce_on_stream";
+  const team_handle h = stream_view(t, channels, call);
+  if constexpr (!is_reduce_integer_v<T>) check_op_for_floating(op, call);
+  const std::size_t bytes = count * sizeof(T), src_bytes = kScatter ? bytes * t.size() : bytes;
+  check_buffer(t, dst, bytes, call, "dst");
+  check_buffer(t, src, src_bytes, call, "src");
+  if (kScatter || dst != src) check_no_overlap(dst, bytes, src, src_bytes, call);
+  if (count == 0) return;
+  const collective coll = kScatter ? collective::reducescatter : collective::reduce;
+  const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
+  const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
+  switch (op) {
+    case reduce_op::sum:
+      launch_reduce<kScatter, T, reduce_op::sum>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::prod:
+      launch_reduce<kScatter, T, reduce_op::prod>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::min:
+      launch_reduce<kScatter, T, reduce_op::min>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::max:
+      launch_reduce<kScatter, T, reduce_op::max>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::bit_and:
+      launch_reduce<kScatter, T, reduce_op::bit_and>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::bit_or:
+      launch_reduce<kScatter, T, reduce_op::bit_or>(h, launch, dst, src, count, stream);
+      break;
+    case reduce_op::bit_xor:
+      launch_reduce<kScatter, T, reduce_op::bit_xor>(h, launch, dst, src, count, stream);
+      break;
+  }
+  check_launch(call);
+}
+
+}  // namespace shoal::detail
+
+namespace shoal {
+
+template <typename T>
+void reduce_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
+                      channel_range channels) {
+  detail::reduce_on_stream_impl<false>(t, dst, src, count, op, stream, channels);
+}
+template <typename T>
+void reducescatter_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op,
+                             cudaStream_t stream, channel_range channels) {
+  detail::reduce_on_stream_impl<true>(t, dst, src, count, op, stream, channels);
+}
+
+}  // namespace shoal
+
+#define SHOAL_INSTANTIATE_REDUCE_ON_STREAM(T)                                                                  \
+  template void reduce_on_stream<T>(const team&, T*, const T*, std::size_t, reduce_op, cudaStream_t,         \
+                                    channel_range);                                                           \
+  template void reducescatter_on_stream<T>(const team&, T*, const T*, std::size_t, reduce_op, cudaStream_t, \
+                                           channel_range);

@@ -1,0 +1,18 @@
+// From the cost model to what kernels read: the size thresholds of each collective's algorithms for a
+// team of n PEs, and the SHOAL_ALGO_<COLLECTIVE> overrides. Host only.
+#pragma once
+
+#include "coll/cost_model.hpp"
+#include "shoal/team_handle.hpp"
+
+namespace shoal::detail {
+
+// Thresholds come from a scan of sizes (powers of two and the halves between, 1 B to 4 GiB): ll up to
+// the largest size where the model picks ll, one_shot up to the largest where it picks ll or one_shot.
+// Throws shoal::error(errc::config) for a bad SHOAL_ALGO_* value.
+coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_getenv_fn& getenv_fn);
+
+// The table the library uses: SHOAL_COLL_MODEL's file when set, else the built-in defaults.
+const coll_model_table& active_coll_model();
+
+}  // namespace shoal::detail
