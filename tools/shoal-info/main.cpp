@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "coll/tuning.hpp"
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
 #include "transport/topology.hpp"
@@ -216,6 +217,32 @@ nlohmann::json to_json(const topology& topo, const std::string& topo_error, cons
   return out;
 }
 
+// The cost model's choice per collective and size for a team of n_pes (SHOAL_ALGO_* and SHOAL_COLL_MODEL
+// applied), with the predicted time inside a kernel. Sizes follow coll_cost_terms: broadcast and reduce
+// the buffer, fcollect a member's contribution, alltoall one block, reducescatter a member's result.
+void print_coll_choices(int n_pes) {
+  const shoal::coll_model_table& table = shoal::detail::active_coll_model();
+  auto getenv_fn = [](const char* name) { return std::getenv(name); };
+  fmt::print("Collective algorithms on a team of {} PEs (cost model{}; predicted us inside a kernel, add {} us "
+             "on a stream)\n",
+             n_pes, shoal::detail::process_config().coll_model.empty() ? ", built-in table" : ", SHOAL_COLL_MODEL",
+             table.launch_us);
+  constexpr shoal::collective kShown[] = {shoal::collective::reduce, shoal::collective::reducescatter,
+                                          shoal::collective::fcollect, shoal::collective::alltoall,
+                                          shoal::collective::broadcast};
+  fmt::print("  {:>10}", "bytes");
+  for (auto c : kShown) fmt::print("  {:>22}", to_string(c));
+  fmt::print("\n");
+  for (std::uint64_t bytes = 8; bytes <= (std::uint64_t{1} << 30); bytes *= 8) {
+    fmt::print("  {:>10}", bytes);
+    for (auto c : kShown) {
+      const shoal::algorithm a = shoal::detail::choose_algorithm(table, c, n_pes, bytes, getenv_fn);
+      fmt::print("  {:>12} {:>7.1f} us", to_string(a), shoal::predict_us(table, c, a, n_pes, bytes));
+    }
+    fmt::print("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,7 +253,20 @@ int main(int argc, char** argv) {
   app.add_flag("--markdown", markdown, "With --env: print the configuration table as Markdown (docs/configuration.md)")
       ->needs(app.get_option("--env"));
   app.add_flag("--json", json, "Print everything as one JSON object")->excludes(app.get_option("--markdown"));
+  int coll_pes = 0;
+  app.add_option("--coll", coll_pes, "Print the cost model's collective algorithm per size for a team of this many PEs")
+      ->check(CLI::Range(1, 1 << 20));
   CLI11_PARSE(app, argc, argv);
+
+  if (coll_pes > 0) {
+    try {
+      print_coll_choices(coll_pes);
+    } catch (const shoal::error& e) {
+      fmt::print(stderr, "shoal-info: {}\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
 
   if (markdown) {
     print_markdown();  // documentation: independent of this process's environment
