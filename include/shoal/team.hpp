@@ -45,14 +45,15 @@ class team {
 
   // The view kernels take by value. Throws shoal::error for a destroyed or default-constructed team.
   team_handle device_handle() const;
-  world& owner() const;  // the world the team belongs to; throws like device_handle()
+  world& owner() const;             // the world the team belongs to; throws like device_handle()
+  world::impl& internals() const;  // the runtime of that world
 
   // Collective over the world: allocates the state of a team with `layout` (invalid on PEs outside it).
   // Used by the functions below and by init; applications call split_strided or split_2d.
   team(world& w, team_layout layout);
 
  private:
-  world* world_ = nullptr;
+  world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
   team_handle handle_{};
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
 };

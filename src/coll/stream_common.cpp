@@ -16,7 +16,7 @@ using shoal::error;
 team_handle stream_view(const team& t, channel_range channels, const char* call) {
   if (!t.valid()) throw error(errc::invalid_argument, call, "the team was destroyed or never created");
   if (!t.member())
-    throw error(errc::invalid_argument, call, fmt::format("PE {} is not a member of this team", t.owner().pe()));
+    throw error(errc::invalid_argument, call, fmt::format("PE {} is not a member of this team", t.internals().boot->pe()));
   team_handle h = t.device_handle();
   const int count = channels.count == 0 ? h.channel_count - channels.first : channels.count;
   if (channels.first < 0 || count < 1 || channels.first + count > h.channel_count)
@@ -28,7 +28,7 @@ team_handle stream_view(const team& t, channel_range channels, const char* call)
 
 void check_buffer(const team& t, const void* p, std::size_t bytes, const char* call, const char* what) {
   try {
-    t.owner().internals().check_symmetric(p, bytes, call);
+    t.internals().check_symmetric(p, bytes, call);
   } catch (const error& e) {
     throw error(errc::invalid_argument, call, fmt::format("{}: {}", what, e.what()));
   }

@@ -29,9 +29,9 @@ state_layout layout_for(std::size_t channels, std::size_t members, std::size_t s
 }
 
 // The largest team size over all PEs (each PE may be creating a different team of a split).
-int largest_over_world(world& w, int mine) {
-  std::vector<int> all(w.n_pes());
-  w.bootstrap().all_gather(&mine, all.data(), sizeof(int));
+int largest_over_world(world::impl& w, int mine) {
+  std::vector<int> all(w.boot->n_pes());
+  w.boot->all_gather(&mine, all.data(), sizeof(int));
   return *std::max_element(all.begin(), all.end());
 }
 
@@ -45,16 +45,16 @@ team_layout node_layout_of(const world::impl& w) {
 
 }  // namespace
 
-team::team(world& w, team_layout layout) : world_(&w) {
+team::team(world& w, team_layout layout) : world_(&w.internals()) {
   world::impl& wi = w.internals();
   const detail::config& cfg = wi.cfg;
   const int channels = int(cfg.team_channels);
   const std::uint64_t scratch = cfg.team_scratch_bytes;
   if (scratch % 32 != 0)
     throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
-  const int members = largest_over_world(w, layout.valid() ? layout.size : 1);
+  const int members = largest_over_world(wi, layout.valid() ? layout.size : 1);
   const state_layout sl = layout_for(std::size_t(channels), std::size_t(members), scratch);
-  auto* base = static_cast<std::byte*>(w.calloc(1, sl.bytes));
+  auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;
 
   handle_.layout = layout;
@@ -99,7 +99,7 @@ team::~team() {
 
 void team::destroy() {
   if (world_ == nullptr) return;
-  world* w = std::exchange(world_, nullptr);
+  world::impl* w = std::exchange(world_, nullptr);
   if (state_ != nullptr) w->free(state_);
   state_ = nullptr;
   handle_.index = -1;
@@ -113,7 +113,9 @@ team_handle team::device_handle() const {
   return h;
 }
 
-world& team::owner() const {
+world& team::owner() const { return *internals().self; }
+
+world::impl& team::internals() const {
   if (world_ == nullptr)
     throw error(errc::invalid_argument, "shoal::team", "the team was destroyed or never created");
   return *world_;
@@ -145,7 +147,7 @@ const team& same_local_rank_team(const world& w) {
 }
 
 team split_strided(world& w, const team& parent, int start, int stride, int size) {
-  parent.owner();  // throws for a destroyed parent
+  parent.internals();  // throws for a destroyed parent
   const team_layout parent_layout = parent.layout();
   const team_layout child = parent_layout.split_strided(start, stride, size);
   if (!child.valid())
@@ -158,7 +160,7 @@ team split_strided(world& w, const team& parent, int start, int stride, int size
 std::pair<team, team> split_2d(world& w, const team& parent, int xrange) {
   if (xrange < 1)
     throw error(errc::invalid_argument, "shoal::split_2d", fmt::format("xrange {} is not positive", xrange));
-  parent.owner();  // throws for a destroyed parent
+  parent.internals();  // throws for a destroyed parent
   const int index = parent.my_index();
   const team_2d teams = index >= 0 ? split_2d(parent.layout(), xrange, index) : team_2d{};
   team x(w, teams.x);

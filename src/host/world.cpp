@@ -149,9 +149,18 @@ void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const cha
   return r ? r->peers[local] + offset : heap->slot(local) + offset;
 }
 
-world::world(std::unique_ptr<impl> impl) noexcept : impl_(std::move(impl)) {}
-world::world(world&&) noexcept = default;
-world& world::operator=(world&&) noexcept = default;
+world::world(std::unique_ptr<impl> impl) noexcept : impl_(std::move(impl)) { impl_->self = this; }
+world::world(world&& other) noexcept : impl_(std::move(other.impl_)) {
+  if (impl_) impl_->self = this;
+}
+world& world::operator=(world&& other) noexcept {
+  if (this != &other) {
+    world old(std::move(*this));  // finalizes the world this object held
+    impl_ = std::move(other.impl_);
+    if (impl_) impl_->self = this;
+  }
+  return *this;
+}
 
 world::~world() {
   if (!impl_) return;
@@ -183,8 +192,10 @@ shoal::bootstrap& world::bootstrap() const noexcept { return *impl_->boot; }
 
 void* world::malloc(std::size_t bytes) { return align(256, bytes); }
 
-void* world::align(std::size_t alignment, std::size_t bytes) {
-  impl& w = *impl_;
+void* world::align(std::size_t alignment, std::size_t bytes) { return impl_->align(alignment, bytes); }
+
+void* world::impl::align(std::size_t alignment, std::size_t bytes) {
+  impl& w = *this;
   w.require_device("shoal::world::align");
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
     throw error(errc::invalid_argument, "shoal::world::align",
@@ -203,20 +214,24 @@ void* world::align(std::size_t alignment, std::size_t bytes) {
   return w.heap->base() + *offset;
 }
 
-void* world::calloc(std::size_t count, std::size_t size) {
+void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
+
+void* world::impl::calloc(std::size_t count, std::size_t size) {
   if (size != 0 && count > SIZE_MAX / size)
     throw error(errc::invalid_argument, "shoal::world::calloc", fmt::format("{} x {} bytes overflows", count, size));
-  void* p = malloc(count * size);
+  void* p = align(256, count * size);
   if (p != nullptr) {
-    SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, impl_->stream));
-    SHOAL_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+    SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, stream));
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  impl_->boot->barrier();  // no PE writes into a peer's copy before that peer has zeroed it
+  boot->barrier();  // no PE writes into a peer's copy before that peer has zeroed it
   return p;
 }
 
-void world::free(void* p) {
-  impl& w = *impl_;
+void world::free(void* p) { impl_->free(p); }
+
+void world::impl::free(void* p) {
+  impl& w = *this;
   w.require_device("shoal::world::free");
   std::uint64_t offset = p == nullptr ? ~0ull : w.offset_of(p, 0, "shoal::world::free");
   SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -242,8 +257,10 @@ heap_stats world::heap_usage() const {
   return {impl_->allocator->used(), impl_->heap->mapped(), impl_->heap->max_size()};
 }
 
-shoal::device_handle world::device_handle() const {
-  const impl& w = *impl_;
+shoal::device_handle world::device_handle() const { return impl_->device_handle(); }
+
+shoal::device_handle world::impl::device_handle() const {
+  const impl& w = *this;
   w.require_device("shoal::world::device_handle");
   shoal::device_handle h;
   h.heap_base = w.heap->base();

@@ -25,6 +25,7 @@ bool is_pageable(const void* p);
 }  // namespace detail
 
 struct world::impl {
+  world* self = nullptr;  // the world object that owns this impl (kept current when the world moves)
   detail::config cfg;
   std::unique_ptr<shoal::bootstrap> boot;
   int device = kNoDevice;
@@ -75,6 +76,13 @@ struct world::impl {
   // Checks [p, p+bytes) lies inside this PE's heap; throws shoal::error naming `call` otherwise.
   std::uint64_t offset_of(const void* p, std::size_t bytes, const char* call) const;
   void check_pe(int pe, const char* call) const;
+  // The bodies of world's heap calls and device_handle(), for owners that keep the impl (teams: the
+  // impl stays put when a world is moved).
+  void* align(std::size_t alignment, std::size_t bytes);
+  void* calloc(std::size_t count, std::size_t size);
+  void free(void* p);
+  shoal::device_handle device_handle() const;
+
   // Throws unless [p, p + bytes) lies in this PE's heap or in one registered buffer.
   void check_symmetric(const void* p, std::size_t bytes, const char* call) const;
   // ptr() with the checks, throwing when `pe` is not load/store reachable.
