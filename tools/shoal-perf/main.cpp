@@ -1,24 +1,30 @@
 // shoal-perf: shoal's benchmark harness. Runs as every PE of a job (shoalrun -n 2 -- shoal-perf p2p); PE 0
 // prints the table and writes JSON Lines; all PEs take part. Exit status: 0 when every check passed (or the
-// suite was skipped with a reason), 1 when a correctness check failed, 2 when the run could not start or
-// stopped on an error (no GPU, bad option, CUDA or shoal error).
+// suite was skipped with a reason: too few PEs, no usable GPU), 1 when a correctness check failed, 2 when
+// the run could not start or stopped on an error (bad option, CUDA, NCCL or shoal error).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/config.hpp"
+#include "coll.hpp"
 #include "perf_commit.hpp"  // generated at build time: SHOAL_PERF_BUILD_COMMIT
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
@@ -31,13 +37,41 @@ extern char** environ;
 namespace shoal::perf {
 namespace {
 
-// The registry: one entry per subcommand. A collectives suite slots in here.
+// The registry: one entry per subcommand.
 constexpr suite kSuites[] = {
     {"p2p", "point-to-point: put/get bandwidth over sizes and CTA counts, on-stream put/get, ping-pong, "
             "fetch_add and barrier latency; NCCL send/recv beside",
      2, true, run_p2p},
+    {"coll", "collectives of the world team over sizes: on-stream loop, CUDA graph replay, in-kernel grid and block "
+             "scope; the model's algorithm, bus bandwidth, NCCL's same operation beside",
+     2, true, run_coll},
     {"quick", "about a minute: the headline rows of TARGETS.md with target and pass/miss", 2, true, run_quick},
+    {"calibrate", "measure the collective cost model's constants; with --calibrate FILE write the table file the "
+                  "library reads through SHOAL_COLL_MODEL=FILE",
+     2, false, run_calibrate},
 };
+
+const suite& suite_named(std::string_view name) {
+  for (const suite& s : kSuites)
+    if (s.name == name) return s;
+  throw std::logic_error("shoal-perf: no suite named " + std::string(name));
+}
+
+// --colls and --modes of the coll suite: names to values, in the order given.
+template <typename T, std::size_t N>
+std::vector<T> parse_names(const char* option, const std::vector<std::string>& texts, const T (&all)[N]) {
+  std::vector<T> out;
+  for (const std::string& text : texts) {
+    const T* found = std::find_if(std::begin(all), std::end(all), [&](T v) { return text == to_string(v); });
+    if (found == std::end(all)) {
+      std::vector<std::string_view> known;
+      for (T v : all) known.push_back(to_string(v));
+      throw CLI::ValidationError(option, fmt::format("'{}' is not one of {}", text, fmt::join(known, ",")));
+    }
+    out.push_back(*found);
+  }
+  return out;
+}
 
 // NVLink multicast must never be used on the shared machines: NCCL is told before anything can start it.
 void forbid_nvls() {
@@ -147,11 +181,13 @@ int main(int argc, char** argv) {
   forbid_nvls();
 
   options opt;
-  std::vector<std::string> size_texts;
+  std::vector<std::string> size_texts, coll_texts, mode_texts;
   bool no_nccl = false, no_check = false, no_rotate = false;
+  coll_options& coll_opt = coll_settings();
   CLI::App app{"shoal-perf: shoal's benchmarks, one suite per subcommand. Run every PE under the launcher:\n"
-               "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl"};
-  app.require_subcommand(1);
+               "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl\n"
+               "  shoalrun -n 2 -- shoal-perf --calibrate coll-model.txt   (the calibrate suite)"};
+  app.require_subcommand(0, 1);
   app.fallthrough();  // options may come before or after the suite's name
   app.add_option("--json", opt.json_path, "write one JSON object per row (JSON Lines) to this file");
   app.add_option("--plot", opt.plot_dir, "after the run, write PNG plots to this directory (needs python3 + matplotlib)");
@@ -171,15 +207,39 @@ int main(int argc, char** argv) {
                  "device put/get bandwidth: 'end' = messages back to back, one quiet per kernel (as NVSHMEM's "
                  "perftest); 'each' = quiet after every message (latency-bound)")
       ->check(CLI::IsMember({"end", "each"}));
+  app.add_option("--calibrate", coll_opt.calibrate_path,
+                 "measure the collective cost model's constants and write them to this table file (runs the "
+                 "calibrate suite; the library reads the file through SHOAL_COLL_MODEL=FILE)");
   const shoal::perf::suite* chosen = nullptr;
   for (const suite& s : kSuites) {
     CLI::App* sub = app.add_subcommand(std::string(s.name), std::string(s.summary));
     sub->fallthrough();
     sub->callback([&chosen, &s] { chosen = &s; });
   }
+  CLI::App* coll = app.get_subcommand("coll");
+  coll->add_option("--colls", coll_texts,
+                   "collectives to run, e.g. reduce,alltoall (default: reduce,reducescatter,fcollect,alltoall,"
+                   "broadcast,barrier)")
+      ->delimiter(',');
+  coll->add_option("--modes", mode_texts,
+                   "ways to call them: stream (on-stream loop), graph (CUDA graph replay), grid, block (back-to-back "
+                   "calls in one kernel); default: all")
+      ->delimiter(',');
+  coll->footer(
+      "Sizes: --sizes (default 4,16,...,1G in powers of 4, capped by free heap). bytes = OpenSHMEM's nelems x element "
+      "size: reduce and broadcast the buffer, fcollect each PE's contribution, alltoall one block, reducescatter each "
+      "PE's result block. Reductions are bfloat16 sum. Timing options (--iters, --warmup, --reps, --no-nccl, "
+      "--no-check, --no-rotate, --json, --plot) are shoal-perf's; see shoal-perf --help.");
   try {
     app.parse(argc, argv);
     opt.sizes = parse_sizes(size_texts);
+    coll_opt.colls = parse_names("--colls", coll_texts, kCollOrder);
+    coll_opt.modes = parse_names("--modes", mode_texts, kCollModes);
+    if (chosen == nullptr && coll_opt.calibrate_path.empty())
+      throw CLI::RequiredError("a suite (p2p, coll, quick, calibrate) or --calibrate FILE");
+    if (chosen == nullptr) chosen = &suite_named("calibrate");
+    if (!coll_opt.calibrate_path.empty() && chosen->name != "calibrate")
+      throw CLI::ValidationError("--calibrate", "it runs the calibrate suite, not " + std::string(chosen->name));
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const shoal::error& e) {
@@ -194,6 +254,14 @@ int main(int argc, char** argv) {
   std::unique_ptr<shoal::world> world;
   try {
     world = std::make_unique<shoal::world>(shoal::init());
+  } catch (const shoal::error& e) {
+    // A machine without a usable GPU cannot run any suite: a skip with the reason, as for too few PEs.
+    if (e.category() == shoal::errc::unsupported) {
+      std::printf("shoal-perf %s: skipped: cannot run here: %s\n", std::string(chosen->name).c_str(), e.what());
+      return 0;
+    }
+    std::fprintf(stderr, "shoal-perf: cannot start: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shoal-perf: cannot start: %s\n", e.what());
     return 2;

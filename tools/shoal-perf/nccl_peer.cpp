@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "coll.hpp"
 #include "shoal/bootstrap.hpp"
 
 #ifdef SHOAL_PERF_HAVE_NCCL
@@ -88,6 +89,68 @@ measurement nccl_peer::measure_send_recv(context& ctx, std::uint64_t bytes) {
   return m;
 }
 
+bool nccl_peer::has(collective op) { return op != collective::barrier; }
+
+measurement nccl_peer::measure_collective(context& ctx, collective op, std::uint64_t bytes) {
+  if (!has(op)) throw std::invalid_argument("NCCL has no " + coll_name(op));
+  const std::uint64_t buffer = coll_buffer_bytes(op, bytes, ctx.n_pes);
+  ctx.reserve(buffer);
+  const std::uint64_t stride = context::slot_stride(buffer);
+  const std::uint32_t n_slots = ctx.n_slots(buffer);
+  const std::int64_t ops = coll_ops(ctx, bytes);
+  const std::size_t count = bytes / kCollElemBytes;
+  ncclComm_t comm = impl_->comm;
+  auto enqueue = [&](std::uint64_t slot) {
+    const std::byte* src = ctx.src() + slot * stride;
+    std::byte* dst = ctx.dst() + slot * stride;
+    switch (op) {
+      case collective::reduce:
+        SHOAL_PERF_NCCL(ncclAllReduce(src, dst, count, ncclBfloat16, ncclSum, comm, ctx.stream), comm);
+        break;
+      case collective::reducescatter:
+        SHOAL_PERF_NCCL(ncclReduceScatter(src, dst, count, ncclBfloat16, ncclSum, comm, ctx.stream), comm);
+        break;
+      case collective::fcollect:
+        SHOAL_PERF_NCCL(ncclAllGather(src, dst, bytes, ncclUint8, comm, ctx.stream), comm);
+        break;
+      case collective::broadcast:
+        SHOAL_PERF_NCCL(ncclBroadcast(src, dst, bytes, ncclUint8, kBroadcastRoot, comm, ctx.stream), comm);
+        break;
+      case collective::alltoall:
+        SHOAL_PERF_NCCL(ncclGroupStart(), comm);
+        for (int p = 0; p < ctx.n_pes; ++p) {
+          SHOAL_PERF_NCCL(ncclSend(src + std::uint64_t(p) * bytes, bytes, ncclUint8, p, comm, ctx.stream), comm);
+          SHOAL_PERF_NCCL(ncclRecv(dst + std::uint64_t(p) * bytes, bytes, ncclUint8, p, comm, ctx.stream), comm);
+        }
+        SHOAL_PERF_NCCL(ncclGroupEnd(), comm);
+        break;
+      case collective::barrier:
+        break;
+    }
+  };
+  measurement m;
+  m.ops = ops;
+  enqueue(0);
+  ctx.barrier();
+  const coll_graph graph(ctx, ops, [&](std::int64_t k) { enqueue(std::uint64_t(k) % n_slots); });
+  if (!graph.ok()) {
+    m.check = check_result::failed;
+    m.note = "graph capture failed: " + graph.error();
+    return m;
+  }
+  m.t = summarize(time_coll_batches(ctx, ops, [&](int) { graph.launch(ctx.stream); }));
+  m.note = "graph replay, slowest PE";
+  if (ctx.opt.check) {
+    const coll_check_outcome o = check_coll(ctx, op, bytes, [&] {
+      enqueue(0);
+      ctx.sync_stream();
+    });
+    m.check = o.result;
+    if (!o.note.empty()) m.note += "; " + o.note;
+  }
+  return m;
+}
+
 #else  // no NCCL in this build
 
 struct nccl_peer::impl {};
@@ -96,6 +159,8 @@ std::unique_ptr<nccl_peer> nccl_peer::open(context&) { return nullptr; }
 nccl_peer::~nccl_peer() = default;
 std::string nccl_peer::version() const { return ""; }
 measurement nccl_peer::measure_send_recv(context&, std::uint64_t) { return {}; }
+bool nccl_peer::has(collective) { return false; }
+measurement nccl_peer::measure_collective(context&, collective, std::uint64_t) { return {}; }
 
 #endif
 

@@ -1,5 +1,5 @@
-// NCCL side by side: the same transfer through NCCL (ncclSend/ncclRecv, PE 0 -> PE 1) in the same run,
-// timed the same way, so every shoal figure has its incumbent beside it. Compiled in when the build found
+// NCCL side by side: the same transfer through NCCL (ncclSend/ncclRecv, PE 0 -> PE 1) or the same
+// collective in the same run, timed the same way, so every shoal figure has its incumbent beside it. Compiled in when the build found
 // NCCL (SHOAL_PERF_HAVE_NCCL); without it open() returns null and the NCCL columns stay empty.
 // NVLink multicast is never used: main sets NCCL_NVLS_ENABLE=0 before anything starts.
 #pragma once
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "harness.hpp"
+#include "shoal/coll_model.hpp"
 
 namespace shoal::perf {
 
@@ -29,6 +30,16 @@ class nccl_peer {
   // context's stream with the same buffer rotation and batch timing as shoal's put; checked the same way.
   // Time per message, the slower of the two PEs.
   measurement measure_send_recv(context& ctx, std::uint64_t bytes);
+
+  // Whether NCCL has the collective: all but barrier. all-reduce (ncclAllReduce), reduce-scatter
+  // (ncclReduceScatter) on bfloat16 sum, all-gather (ncclAllGather) for fcollect, ncclBroadcast from
+  // PE 0, and alltoall as one group of ncclSend/ncclRecv to and from every PE, itself included.
+  static bool has(collective op);
+  // Collective. The collective of `bytes` (sizes as in coll.hpp), under CUDA graph replay (its best
+  // case): one eager call (NCCL connects outside the capture), a graph of back-to-back calls over the
+  // rotated buffers, timed as shoal's collectives (time_coll_batches), then one eager call checked
+  // against the host reference (check_coll). Time per call, the slowest PE.
+  measurement measure_collective(context& ctx, collective op, std::uint64_t bytes);
 
   struct impl;
 

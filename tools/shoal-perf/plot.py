@@ -6,6 +6,9 @@
 Writes into OUTDIR:
   bandwidth_vs_size_<op>_<scope>.png  GB/s against message size, one line per CTA count (NCCL dashed)
   bandwidth_vs_ctas_<op>.png          GB/s against CTA count at block scope, one line per size
+  coll_<op>.png                       collectives: time per call and bus bandwidth against size, one line
+                                      per mode (stream, graph, grid, block; forced algorithms apart), NCCL
+                                      dashed, the launch floor dotted
   latency.png                         latency rows as horizontal bars (target marked where the row has one)
 Exit status: 0 written, 1 bad input, 3 matplotlib missing (said on stderr).
 """
@@ -50,7 +53,7 @@ def title_of(rows):
 def bandwidth_vs_size(plt, rows, outdir):
     groups = defaultdict(list)
     for r in rows:
-        if r.get("metric") == "bandwidth":
+        if r.get("metric") == "bandwidth" and not r.get("collective"):
             groups[(r["op"], r["scope"])].append(r)
     written = []
     for (op, scope), rs in sorted(groups.items()):
@@ -89,7 +92,8 @@ def bandwidth_vs_size(plt, rows, outdir):
 def bandwidth_vs_ctas(plt, rows, outdir):
     groups = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r.get("metric") == "bandwidth" and r.get("scope") == "block" and num(r.get("bandwidth_gbs")):
+        if (r.get("metric") == "bandwidth" and r.get("scope") == "block" and not r.get("collective")
+                and num(r.get("bandwidth_gbs"))):
             groups[r["op"]][r["bytes"]].append((r["ctas"], r["bandwidth_gbs"]))
     written = []
     for op, by_size in sorted(groups.items()):
@@ -110,6 +114,58 @@ def bandwidth_vs_ctas(plt, rows, outdir):
         ax.legend(fontsize=7, title="bytes", title_fontsize=7)
         fig.tight_layout()
         name = os.path.join(outdir, f"bandwidth_vs_ctas_{op}.png")
+        fig.savefig(name, dpi=120)
+        plt.close(fig)
+        written.append(name)
+    return written
+
+
+def collectives(plt, rows, outdir):
+    groups = defaultdict(list)
+    for r in rows:
+        if r.get("collective") and r.get("op") != "barrier" and r.get("bytes"):
+            groups[r["op"]].append(r)
+    written = []
+    for op, rs in sorted(groups.items()):
+        fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(13, 5))
+        series = defaultdict(dict)  # name -> bytes -> the first row (quick repeats a row for a second target)
+        for r in rs:
+            forced = r.get("note", "").startswith("forced")
+            name = f"shoal {r['scope']}" + (f" ({r['algo']}, forced)" if forced else "")
+            series[name].setdefault(r["bytes"], r)
+        for name, by_bytes in sorted(series.items()):
+            srs = [by_bytes[b] for b in sorted(by_bytes)]
+            t = [(r["bytes"], r["time_us"]) for r in srs if num(r.get("time_us"))]
+            b = [(r["bytes"], r["busbw_gbs"]) for r in srs if num(r.get("busbw_gbs"))]
+            if t:
+                ax_t.plot([p[0] for p in t], [p[1] for p in t], marker="o", label=name)
+            if b:
+                ax_b.plot([p[0] for p in b], [p[1] for p in b], marker="o", label=name)
+        nccl_t = sorted({(r["bytes"], r["nccl_time_us"]) for r in rs if num(r.get("nccl_time_us"))})
+        nccl_b = sorted({(r["bytes"], r["nccl_busbw_gbs"]) for r in rs if num(r.get("nccl_busbw_gbs"))})
+        if nccl_t:
+            ax_t.plot([p[0] for p in nccl_t], [p[1] for p in nccl_t], "k--", marker="x", label="NCCL (graph)")
+        if nccl_b:
+            ax_b.plot([p[0] for p in nccl_b], [p[1] for p in nccl_b], "k--", marker="x", label="NCCL (graph)")
+        floor = next((r["launch_floor_us"] for r in rs if num(r.get("launch_floor_us"))), None)
+        if floor:
+            ax_t.axhline(floor, color="grey", linewidth=0.8, linestyle=":", label="launch floor")
+        ceiling = next((r["ceiling_gbs"] for r in rs if num(r.get("ceiling_gbs"))), None)
+        if ceiling:
+            ax_b.axhline(ceiling, color="grey", linewidth=0.8, linestyle=":")
+        sizes = sorted({r["bytes"] for r in rs})
+        for ax, ylabel in ((ax_t, "us per call"), (ax_b, "bus bandwidth, GB/s")):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sizes)
+            ax.set_xticklabels([human(s) for s in sizes], rotation=45)
+            ax.set_xlabel("bytes (OpenSHMEM nelems x element size)")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        ax_t.set_yscale("log")
+        fig.suptitle(f"{op} ({rs[0].get('n_pes', '?')} PEs)\n{title_of(rows)}", fontsize=9)
+        fig.tight_layout()
+        name = os.path.join(outdir, f"coll_{op}.png")
         fig.savefig(name, dpi=120)
         plt.close(fig)
         written.append(name)
@@ -161,7 +217,8 @@ def main(argv):
         print(f"shoal-perf-plot: {path} has no rows", file=sys.stderr)
         return 1
     os.makedirs(outdir, exist_ok=True)
-    written = bandwidth_vs_size(plt, rows, outdir) + bandwidth_vs_ctas(plt, rows, outdir) + latency(plt, rows, outdir)
+    written = (bandwidth_vs_size(plt, rows, outdir) + bandwidth_vs_ctas(plt, rows, outdir)
+               + collectives(plt, rows, outdir) + latency(plt, rows, outdir))
     for name in written:
         print(name)
     return 0

@@ -1,8 +1,14 @@
-// `shoal-perf quick`: in about a minute, the headline point-to-point rows of TARGETS.md that shoal has
-// today, each beside its target with a pass/miss verdict, NCCL send/recv beside the put rows. Sizes and
-// CTA counts are fixed here (--sizes and --ctas do not apply); timing options do.
-#include <initializer_list>
+// `shoal-perf quick`: in about a minute, the headline rows of TARGETS.md, each beside its target with a
+// pass/miss verdict: point-to-point (NCCL send/recv beside the put rows), then the collectives on the
+// world team (NCCL's same operation under graph replay beside). Sizes and CTA counts are fixed here
+// (--sizes and --ctas do not apply); timing options do.
+#include <fmt/format.h>
 
+#include <deque>
+#include <initializer_list>
+#include <optional>
+
+#include "coll.hpp"
 #include "suites.hpp"
 
 namespace shoal::perf {
@@ -13,6 +19,23 @@ constexpr std::uint64_t k64K = 64ull << 10, k1M = 1ull << 20, k256M = 256ull << 
 
 row aimed(row r, std::string_view key) {
   r.aim = &find_target(key);
+  return r;
+}
+
+// On-stream time targets assume a launch floor of kTargetLaunchFloorUs; where this run's floor is higher
+// the target moves up by the difference (TARGETS.md). The shifted copies live as long as the program,
+// since the reporter keeps the rows that point at them.
+row aimed_above_floor(row r, std::string_view key, double floor_us) {
+  static std::deque<target> shifted;
+  const target& t = find_target(key);
+  const double shift = floor_us - kTargetLaunchFloorUs;
+  r.aim = &t;
+  if (t.kind == goal::at_most_us && shift > 0) {
+    shifted.push_back(target{t.key, t.metric, t.kind, t.value + shift, t.reference});
+    r.aim = &shifted.back();
+    r.note += fmt::format("{}target {:g} + {:.2f} us (launch floor {:.2f} us)", r.note.empty() ? "" : "; ", t.value,
+                          shift, floor_us);
+  }
   return r;
 }
 
@@ -35,6 +58,61 @@ row best_put(context& ctx, std::uint64_t bytes, std::initializer_list<int> ctas)
   }
   best.note = "best of " + counts + " CTAs";
   return best;
+}
+
+// The collective rows of TARGETS.md: 2 PEs, bfloat16 sum, on-stream calls in a loop unless said otherwise.
+void run_quick_collectives(context& ctx) {
+  reporter& out = *ctx.out;
+  constexpr std::uint64_t k4K = 4ull << 10, k256K = 256ull << 10, k64M = 64ull << 20;
+  const double floor_us = ctx.launch_floor_us;
+  auto coll = [&](collective op, std::uint64_t bytes, coll_mode mode) {
+    const coll_case c{.op = op, .bytes = bytes, .mode = mode, .force = std::nullopt};
+    return coll_row(ctx, c, measure_coll(ctx, c));
+  };
+  auto nccl_of = [&](collective op, std::uint64_t bytes) -> std::optional<measurement> {
+    if (ctx.nccl == nullptr || !nccl_peer::has(op)) return std::nullopt;
+    return ctx.nccl->measure_collective(ctx, op, bytes);
+  };
+  auto beside = [&](row r, collective op, const std::optional<measurement>& nccl) {
+    if (nccl) attach_nccl_coll(ctx, r, op, *nccl);
+    return r;
+  };
+
+  out.section(fmt::format("quick: headline collective rows of TARGETS.md (world team of {} PEs, bfloat16 sum; "
+                          "NCCL under graph replay beside; launch floor {:.2f} us)",
+                          ctx.n_pes, floor_us),
+              true, table_layout::coll);
+  const auto nccl_4K = nccl_of(collective::reduce, k4K);
+  const row loop_4K = beside(coll(collective::reduce, k4K, coll_mode::stream), collective::reduce, nccl_4K);
+  out.add(aimed_above_floor(loop_4K, "allreduce_4K", floor_us));
+  row vs_nccl = aimed(loop_4K, "allreduce_4K_vs_nccl");
+  vs_nccl.note = "the row above, judged by time / NCCL's time";
+  out.add(std::move(vs_nccl));
+  out.add(aimed(beside(coll(collective::reduce, k4K, coll_mode::graph), collective::reduce, nccl_4K),
+                "allreduce_4K_graph"));
+  for (auto [bytes, key] : {std::pair{k256K, "allreduce_256K"}, std::pair{k1M, "allreduce_1M"}})
+    out.add(aimed_above_floor(
+        beside(coll(collective::reduce, bytes, coll_mode::stream), collective::reduce, nccl_of(collective::reduce, bytes)),
+        key, floor_us));
+  for (auto [bytes, key] : {std::pair{k64M, "allreduce_64M_busbw"}, std::pair{k256M, "allreduce_256M_busbw"}})
+    out.add(aimed(
+        beside(coll(collective::reduce, bytes, coll_mode::stream), collective::reduce, nccl_of(collective::reduce, bytes)),
+        key));
+  out.add(aimed(beside(coll(collective::reduce, k4K, coll_mode::grid), collective::reduce, nccl_4K), "allreduce_grid_4K"));
+  out.add(aimed(coll(collective::reduce, k1M, coll_mode::block), "allreduce_block_1M"));
+  out.add(aimed_above_floor(beside(coll(collective::alltoall, k1M, coll_mode::stream), collective::alltoall,
+                                   nccl_of(collective::alltoall, k1M)),
+                            "alltoall_1M", floor_us));
+  out.add(aimed(beside(coll(collective::alltoall, k64M, coll_mode::stream), collective::alltoall,
+                       nccl_of(collective::alltoall, k64M)),
+                "alltoall_64M"));
+  out.add(aimed_above_floor(beside(coll(collective::fcollect, k1M, coll_mode::stream), collective::fcollect,
+                                   nccl_of(collective::fcollect, k1M)),
+                            "fcollect_1M", floor_us));
+  out.add(aimed_above_floor(beside(coll(collective::broadcast, k1M, coll_mode::stream), collective::broadcast,
+                                   nccl_of(collective::broadcast, k1M)),
+                            "broadcast_1M", floor_us));
+  out.add(aimed(coll(collective::barrier, 0, coll_mode::stream), "barrier_on_stream"));
 }
 
 }  // namespace
@@ -101,6 +179,8 @@ void run_quick(context& ctx) {
   floor.t.median_us = ctx.launch_floor_us;
   floor.note = "reference machine: 3.8-5.0 us";
   out.add(floor);
+
+  run_quick_collectives(ctx);
 }
 
 }  // namespace shoal::perf

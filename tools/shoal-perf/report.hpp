@@ -32,6 +32,17 @@ struct run_info {
 // "8", "4K", "1M", "1G" (binary units) when exact, else the byte count.
 std::string format_bytes(std::uint64_t bytes);
 
+// Rows of the collectives (op: reduce, reducescatter, fcollect, alltoall, broadcast, barrier). Their
+// bandwidth_gbs is NCCL's algorithm bandwidth (nccl-tests' size / time); the bus bandwidth is that times
+// bus_factor: all-reduce 2(n-1)/n; all-gather (fcollect), reduce-scatter and alltoall (n-1)/n;
+// broadcast 1; NaN for a barrier and for rows that are not collectives. The machine's ceiling applies to
+// the bus bandwidth (what one GPU's links carry).
+bool is_collective_op(std::string_view op);
+double bus_factor(std::string_view op, int n_pes);
+
+// Column sets of a section: point-to-point RMA, or collectives (model's algorithm, bus bandwidth).
+enum class table_layout { rma, coll };
+
 class reporter {
  public:
   // `pe` is this process's PE: only PE 0 prints and opens the JSON file (truncating it); throws
@@ -43,13 +54,14 @@ class reporter {
 
   void header() const;                        // the run's facts, launch floor included
   // A heading and the column titles; with_targets adds the target and pass/miss columns.
-  void section(std::string_view title, bool with_targets = false);
+  void section(std::string_view title, bool with_targets = false, table_layout layout = table_layout::rma);
   void note(std::string_view text) const;     // a free line under the current section (PE 0)
   // Sets status (ok / FAILED / measurement error) and verdict, prints the row, appends it to the JSON file.
   void add(row r);
   void summary() const;                       // best figures per size and op, latencies, verdicts, failures
 
   const std::vector<row>& rows() const { return rows_; }
+  const run_info& info() const { return info_; }
   int failures() const;            // rows whose shoal or NCCL check failed
   int measurement_errors() const;
 
@@ -58,7 +70,10 @@ class reporter {
   run_info info_;
   std::FILE* json_ = nullptr;
   bool with_targets_ = false;
+  table_layout layout_ = table_layout::rma;
   std::vector<row> rows_;
+
+  void coll_summary() const;
 };
 
 }  // namespace shoal::perf

@@ -1,6 +1,6 @@
 // The suites of shoal-perf (subcommands) and the row builders they share. A suite is a collective
-// function over the context: it measures and hands rows to ctx.out. Adding one (e.g. `coll`) is one entry
-// in kSuites (main.cpp) and one function.
+// function over the context: it measures and hands rows to ctx.out. Adding one is one entry in kSuites
+// (main.cpp) and one function.
 #pragma once
 
 #include <string_view>
@@ -20,8 +20,10 @@ struct suite {
   void (*run)(context& ctx);
 };
 
-void run_p2p(context& ctx);    // p2p.cpp
-void run_quick(context& ctx);  // quick.cpp
+void run_p2p(context& ctx);        // p2p.cpp
+void run_quick(context& ctx);      // quick.cpp
+void run_coll(context& ctx);       // coll.cpp
+void run_calibrate(context& ctx);  // coll_calibrate.cpp
 
 // ---- row builders (p2p.cpp) ---------------------------------------------------------------------------
 
