@@ -59,7 +59,7 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   if (algo == algorithm::one_shot) share = t.ll_bytes, bytes = block_bytes;
   const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
   const unsigned ctas = unsigned(std::min<std::uint64_t>(wanted, std::uint64_t(t.channel_count)));
-  return {ctas, 512};
+  return {ctas, kCollThreads};
 }
 
 void check_launch(const char* call) {

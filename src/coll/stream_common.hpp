@@ -20,6 +20,8 @@ void check_root(const team& t, int root, const char* call);
 void check_op_for_floating(reduce_op op, const char* call);  // bit operators: integers only
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call);
 
+inline constexpr unsigned kCollThreads = 512;
+
 struct coll_launch {
   unsigned ctas;
   unsigned threads;

@@ -12,13 +12,13 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
     sync(block, t);
 }
 
-__global__ void broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
+__global__ void __launch_bounds__(detail::kCollThreads) broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
   broadcast_bytes(grid, t, dst, src, bytes, root);
 }
-__global__ void fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+__global__ void __launch_bounds__(detail::kCollThreads) fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   fcollect_bytes(grid, t, dst, src, bytes);
 }
-__global__ void alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+__global__ void __launch_bounds__(detail::kCollThreads) alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   alltoall_bytes(grid, t, dst, src, bytes);
 }
 

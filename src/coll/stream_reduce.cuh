@@ -12,12 +12,14 @@
 
 namespace shoal::detail {
 
+// Every on-stream collective kernel runs kCollThreads threads per CTA (the bound keeps the register
+// budget within what such a launch allows).
 template <typename T, reduce_op Op>
-__global__ void reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+__global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   reduce(grid, t, op_tag<Op>{}, dst, src, count);
 }
 template <typename T, reduce_op Op>
-__global__ void reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+__global__ void __launch_bounds__(kCollThreads) reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
 }
 
