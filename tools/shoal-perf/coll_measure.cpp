@@ -192,7 +192,8 @@ mismatch compare(const std::byte* got, collective op, std::uint64_t bytes, std::
 coll_check_outcome gather_outcome(context& ctx, const mismatch& m, std::uint64_t dst_bytes) {
   std::array<char, 240> mine{};
   if (m.count > 0) {
-    const std::string text = fmt::format("PE {}: {} of {} bytes wrong; first {}", ctx.pe, m.count, dst_bytes, m.what);
+    const std::string text = fmt::format("PE {}: {} wrong values in {} bytes of dst and guard; first {}", ctx.pe,
+                                         m.count, dst_bytes + kGuardBytes, m.what);
     std::memcpy(mine.data(), text.data(), std::min(text.size(), mine.size() - 1));
   }
   std::vector<char> all(mine.size() * std::size_t(ctx.n_pes));
