@@ -17,11 +17,11 @@ inline constexpr int kCollectiveCount = 6;
 // Listed in the order of the message sizes they suit; on equal predicted time the earlier one wins.
 enum class algorithm {
   ll,            // one step; every 8-byte word travels with its flag, so no fence and no separate signal
-  one_shot,      // one signalled step: each PE sends its whole contribution straight to every peer
-  two_shot,      // two signalled steps: scatter (reduce-scatter) to all peers, then all-gather
-  direct,        // one_shot's or two_shot's exchange cut into chunks, so copies and reductions overlap links
-  ring,          // chunks travel neighbour to neighbour: many steps, but only two links used per PE
-  hierarchical,  // within nodes, then between same-local-rank PEs; not modelled yet (one node only)
+  one_shot,      // one signalled step: each PE stages its contribution in every peer's team scratch
+  two_shot,      // all-reduce between two meetings: reduce 1/n from the peers' sources, write it everywhere
+  direct,        // straight into the users' buffers between an entry and an exit meeting
+  ring,          // chunks travel neighbour to neighbour: not implemented (supports() is false)
+  hierarchical,  // within nodes, then between same-local-rank PEs: not implemented yet
 };
 inline constexpr int kAlgorithmCount = 6;
 
@@ -42,7 +42,7 @@ constexpr std::optional<algorithm> algorithm_from_string(std::string_view name) 
 }
 
 // The constants of one topology. Bandwidths are in GB/s (1e9 bytes/s), times in microseconds. The
-// defaults are an H100/H200 NVLink node (NVSwitch or a single pair), from ../shared/TARGETS.md's ceilings;
+// defaults are an H100/H200 NVLink node (NVSwitch or a single pair), from the ceilings measured on 2 x H200 (docs/collectives-model.md);
 // `shoal-perf --calibrate` measures them on the machine at hand and writes a file (see coll_model file
 // format in docs/collectives-model.md).
 struct coll_model_table {

@@ -36,10 +36,11 @@ inline constexpr op_tag<reduce_op::bit_xor> bit_xor{};
 }  // namespace op
 
 // The element types of the collectives: 8- to 64-bit integers, half, bfloat16, float, double.
+// The standard signed and unsigned integer types and char (not bool, wchar_t or the charN_t types).
 template <typename T>
 inline constexpr bool is_reduce_integer_v =
-    std::is_integral_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 ||
-                                                          sizeof(T) == 8);
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, wchar_t> &&
+    !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
 template <typename T>
 inline constexpr bool is_reduce_floating_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                              std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;

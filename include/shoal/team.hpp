@@ -1,6 +1,6 @@
 // shoal::team: a set of PEs that run collectives together, and the owner of their synchronization
 // state and scratch in the symmetric heap (sized at creation from SHOAL_TEAM_CHANNELS and
-// SHOAL_TEAM_LL_BYTES; there is no limit on the number of teams beyond heap space).
+// SHOAL_TEAM_SCRATCH_BYTES; there is no limit on the number of teams beyond heap space).
 //
 // Predefined teams live as long as their world: world_team(w) (every PE), node_team(w) (the PEs of
 // this PE's node: its load/store domain) and same_local_rank_team(w) (one PE per node, those with this
@@ -12,6 +12,7 @@
 // destroy (or let go out of scope) in the same order as the members.
 #pragma once
 
+#include <string>
 #include <utility>
 
 #include "shoal/team_handle.hpp"
@@ -49,13 +50,19 @@ class team {
   world::impl& internals() const;  // the runtime of that world
 
   // Collective over the world: allocates the state of a team with `layout` (invalid on PEs outside it).
-  // Used by the functions below and by init; applications call split_strided or split_2d.
-  team(world& w, team_layout layout);
+  // When any PE passes request_ok = false (`why` says what was wrong), every PE throws and nothing is
+  // allocated. Used by the functions below and by init; applications call split_strided or split_2d.
+  team(world& w, team_layout layout, bool request_ok = true, const std::string& why = {});
+
+  // Whether every member is load/store reachable from this PE (on-stream calls refuse teams that are
+  // not, until the proxy transport serves other nodes).
+  bool reachable() const noexcept { return reachable_; }
 
  private:
   world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
   team_handle handle_{};
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
+  bool reachable_ = true;
 };
 
 // The predefined teams of `w` (created by init, destroyed with the world).

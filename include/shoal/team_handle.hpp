@@ -7,6 +7,7 @@
 // block scope uses the first channel of the handle; a grid-scope call uses one channel per CTA (CTAs
 // beyond the channel count take no share). Collectives that run concurrently on one team (from
 // different CTAs, kernels or streams) must use disjoint channel ranges: t.channels(first, count).
+// (Grid-scope barrier and sync also use the PE's grid_sync words: one of them at a time per PE.)
 // Calls on one channel are matched across PEs by order, so every member makes the same sequence of
 // calls on it, with the same counts and, at grid scope, the same number of CTAs.
 // Compiles with a plain host compiler; the functions that use it are in shoal/dev/coll.cuh.

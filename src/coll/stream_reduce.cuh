@@ -1,7 +1,7 @@
 // The on-stream reductions for one element type: SHOAL_INSTANTIATE_REDUCE_ON_STREAM(T) in a .cu file
 // defines reduce_on_stream<T> and reducescatter_on_stream<T>. Kernels exist per storage type and
 // operator: integer sum, prod and bit operators run on the unsigned type of the same width (the same
-// bits, and no signed overflow); min and max keep the signedness. So int32_t and long share kernels.
+// bits, and no signed overflow); min and max keep the signedness. So int, unsigned and every 32-bit integer type share one sum kernel.
 #pragma once
 
 #include <cstdint>

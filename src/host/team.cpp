@@ -28,11 +28,26 @@ state_layout layout_for(std::size_t channels, std::size_t members, std::size_t s
   return l;
 }
 
-// The largest team size over all PEs (each PE may be creating a different team of a split).
-int largest_over_world(world::impl& w, int mine) {
-  std::vector<int> all(w.boot->n_pes());
-  w.boot->all_gather(&mine, all.data(), sizeof(int));
-  return *std::max_element(all.begin(), all.end());
+// What each PE brings to a team creation: the size of its team (PEs of one split may create different
+// teams) and whether its request was valid. Gathered from all PEs before anything is allocated, so a bad
+// request on any PE fails on every PE instead of leaving the others waiting.
+struct creation_vote {
+  std::int32_t members;
+  std::int32_t ok;
+};
+int agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why) {
+  const creation_vote mine{members, ok ? 1 : 0};
+  std::vector<creation_vote> all(w.boot->n_pes());
+  w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
+  int largest = 1;
+  for (int pe = 0; pe < int(all.size()); ++pe) {
+    if (!all[pe].ok)
+      throw error(errc::invalid_argument, call,
+                  pe == w.boot->pe() ? why : fmt::format("PE {} refused the team ({}); no team was created", pe,
+                                                         "its request was invalid"));
+    largest = std::max(largest, int(all[pe].members));
+  }
+  return largest;
 }
 
 team_layout node_layout_of(const world::impl& w) {
@@ -45,14 +60,23 @@ team_layout node_layout_of(const world::impl& w) {
 
 }  // namespace
 
-team::team(world& w, team_layout layout) : world_(&w.internals()) {
+team::team(world& w, team_layout layout, bool request_ok, const std::string& why) : world_(&w.internals()) {
   world::impl& wi = w.internals();
   const detail::config& cfg = wi.cfg;
   const int channels = int(cfg.team_channels);
   const std::uint64_t scratch = cfg.team_scratch_bytes;
-  if (scratch % 32 != 0)
-    throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
-  const int members = largest_over_world(wi, layout.valid() ? layout.size : 1);
+  std::string problem = why;
+  // Everything that can fail on one PE is decided before the vote: the algorithm overrides, the scratch.
+  try {
+    handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1),
+                                         [](const char* name) { return std::getenv(name); });
+    if (scratch % 32 != 0)
+      throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
+  } catch (const error& e) {
+    request_ok = false;
+    problem = e.what();
+  }
+  const int members = agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", problem);
   const state_layout sl = layout_for(std::size_t(channels), std::size_t(members), scratch);
   auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;
@@ -66,14 +90,18 @@ team::team(world& w, team_layout layout) : world_(&w.internals()) {
   handle_.calls = reinterpret_cast<std::uint64_t*>(base);
   handle_.flags = reinterpret_cast<std::uint64_t*>(base + sl.flags_offset);
   handle_.ll = base + sl.scratch_offset;
-  handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1),
-                                       [](const char* name) { return std::getenv(name); });
+  // Every member must be reachable by loads and stores until the proxy transport serves other nodes.
+  if (handle_.index >= 0)
+    for (int i = 0; i < layout.size; ++i)
+      reachable_ &= std::find(wi.boot->node_pes().begin(), wi.boot->node_pes().end(), layout.pe_at(i)) !=
+                    wi.boot->node_pes().end();
 }
 
 team::team(team&& other) noexcept
     : world_(std::exchange(other.world_, nullptr)),
       handle_(other.handle_),
-      state_(std::exchange(other.state_, nullptr)) {}
+      state_(std::exchange(other.state_, nullptr)),
+      reachable_(other.reachable_) {}
 
 team& team::operator=(team&& other) noexcept {
   if (this != &other) {
@@ -85,6 +113,7 @@ team& team::operator=(team&& other) noexcept {
     world_ = std::exchange(other.world_, nullptr);
     handle_ = other.handle_;
     state_ = std::exchange(other.state_, nullptr);
+    reachable_ = other.reachable_;
   }
   return *this;
 }
@@ -147,24 +176,27 @@ const team& same_local_rank_team(const world& w) {
 }
 
 team split_strided(world& w, const team& parent, int start, int stride, int size) {
-  parent.internals();  // throws for a destroyed parent
+  // Every PE takes part even when its request is bad, so all PEs fail together (see agree_on_creation).
+  const bool parent_alive = parent.valid();
   const team_layout parent_layout = parent.layout();
   const team_layout child = parent_layout.split_strided(start, stride, size);
-  if (!child.valid())
-    throw error(errc::invalid_argument, "shoal::split_strided",
-                fmt::format("start {}, stride {}, size {} do not select members of a team of {} PEs", start, stride,
-                            size, parent_layout.size));
-  return team(w, child);
+  // A PE outside the parent cannot judge the indices; it takes the members' word for them.
+  const bool ok = parent_alive && (child.valid() || !parent.member());
+  const std::string why = !parent_alive ? "the parent team was destroyed or never created"
+                                        : fmt::format("start {}, stride {}, size {} do not select members of a "
+                                                      "team of {} PEs",
+                                                      start, stride, size, parent_layout.size);
+  return team(w, child, ok, why);
 }
 
 std::pair<team, team> split_2d(world& w, const team& parent, int xrange) {
   if (xrange < 1)
     throw error(errc::invalid_argument, "shoal::split_2d", fmt::format("xrange {} is not positive", xrange));
-  parent.internals();  // throws for a destroyed parent
-  const int index = parent.my_index();
+  const int index = parent.valid() ? parent.my_index() : -1;
   const team_2d teams = index >= 0 ? split_2d(parent.layout(), xrange, index) : team_2d{};
-  team x(w, teams.x);
-  team y(w, teams.y);
+  const char* why = "the parent team was destroyed or never created";
+  team x(w, teams.x, parent.valid(), why);
+  team y(w, teams.y, parent.valid(), why);
   return {std::move(x), std::move(y)};
 }
 

@@ -29,12 +29,12 @@ constexpr coll_model_table kRound{.launch_us = 4,
 
 TEST(CostModel, FormulasMatchHandValues) {
   // all-reduce, 4 PEs, 1000 bytes.
-  // one_shot: 1 step + 3 x 1000 B / 1000 B/us + (4 + 1) x 1000 B / 10000 B/us = 1 + 3 + 0.5
+  // one_shot: 1 step (1000 B fit one chunk) + 3 x 1000 B / 1000 B/us + (4 + 1) x 1000 B / 10000 B/us
   EXPECT_DOUBLE_EQ(predict_us(kRound, collective::reduce, algorithm::one_shot, 4, 1000), 4.5);
   // two_shot: 2 steps + 2 x 3/4 x 1000 / 1000 + 5/4 x 1000 / 10000 = 2 + 1.5 + 0.125
   EXPECT_DOUBLE_EQ(predict_us(kRound, collective::reduce, algorithm::two_shot, 4, 1000), 3.625);
-  // ll: 0.5 + 2 x 3 x 1000 / 500 + 8 x 1000 / 10000 = 0.5 + 12 + 0.8
-  EXPECT_DOUBLE_EQ(predict_us(kRound, collective::reduce, algorithm::ll, 4, 1000), 13.3);
+  // ll: an LL step carries half a chunk (500 B), so 2 steps: 2 x 0.5 + 2 x 3 x 1000 / 500 + 8 x 1000 / 10000
+  EXPECT_DOUBLE_EQ(predict_us(kRound, collective::reduce, algorithm::ll, 4, 1000), 13.8);
   // one_shot is staged through scratch: one step per chunk_bytes, so 2500 bytes take 3 steps.
   // 3 + 3 x 2500 / 1000 + 5 x 2500 / 10000 = 3 + 7.5 + 1.25
   EXPECT_DOUBLE_EQ(predict_us(kRound, collective::reduce, algorithm::one_shot, 4, 2500), 11.75);

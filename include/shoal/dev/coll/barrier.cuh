@@ -4,6 +4,8 @@
 //   sync(scope, t)     the meeting alone.
 // At thread, warp and block scope the scope meets on the handle's first channel. At grid scope all CTAs
 // meet (grid_sync: every CTA must be resident), CTA 0 meets the other members, and the CTAs meet again.
+// grid_sync uses words of the PE, not of the team: one grid-scope barrier or sync at a time per PE, even
+// on disjoint channels.
 #pragma once
 
 #include "shoal/dev/barrier.cuh"
@@ -20,12 +22,12 @@ __device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_f
   if constexpr (is_grid_v<Scope>) {
     grid_sync(t.world);
     if (grid_scope::block_rank() == 0) {
-      const std::uint64_t epoch = next_epoch(block, t, t.channel_first);
+      const std::uint64_t epoch = detail::next_step(block, t, t.channel_first, true).epoch;
       meet_members(block, t, t.channel_first, 2 * epoch, true);
     }
     grid_sync(t.world);
   } else {
-    const std::uint64_t epoch = next_epoch(scope, t, t.channel_first);
+    const std::uint64_t epoch = next_step(scope, t, t.channel_first, true).epoch;
     meet_members(scope, t, t.channel_first, 2 * epoch, quiet_first);
   }
 }

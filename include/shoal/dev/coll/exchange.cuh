@@ -33,6 +33,7 @@ struct exchange_plan {
   std::byte* dst;
   std::size_t dst_stride;  // bytes between received blocks in dst (0: all land at dst, as in broadcast)
   std::size_t bytes;       // one block
+  bool symmetric;          // every member sends to every member (fcollect, alltoall; not broadcast)
 };
 
 template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
@@ -42,10 +43,11 @@ __device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, cons
   const int n = t.size(), me = t.index;
   for (std::size_t off = r.begin; off < r.end; off += payload) {
     const std::size_t end = off + payload < r.end ? off + payload : r.end;
-    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const step s = next_step(unit, t, ch, p.symmetric);
+    const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
-    await_scratch_free(unit, t, ch, epoch, [&](int j) { return sends_to(j); });
+    await_scratch_free(unit, t, ch, s, [&](int j) { return sends_to(j); });
     std::byte* my_lines = scratch_of(t, ch, parity, me);
     for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
       const std::size_t m = end - o < 8 ? end - o : 8;
@@ -63,9 +65,10 @@ __device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, cons
         if (i != me && receives_from(i))
           store_word(p.dst + i * p.dst_stride + o, m, ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
     }
-    arrive(unit, t, ch, 2 * epoch + 1, false, all_members);  // done with this step's lines
+    // A step that is not symmetric says when it is done with its lines (see await_scratch_free).
+    if (!p.symmetric) arrive(unit, t, ch, 2 * epoch + 1, false, all_members);
+    Unit::sync();
   }
-  Unit::sync();
 }
 
 template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
@@ -80,9 +83,10 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
   }();
   for (std::size_t off = r.begin; off < r.end; off += capacity) {
     const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
-    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const step s = next_step(unit, t, ch, p.symmetric);
+    const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
-    await_scratch_free(unit, t, ch, epoch, [&](int j) { return j != me && sends_to(j); });
+    await_scratch_free(unit, t, ch, s, [&](int j) { return j != me && sends_to(j); });
     std::byte* mine = scratch_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j) {
       if (!sends_to(j)) continue;
@@ -111,7 +115,7 @@ template <typename Unit, typename SendBlock, typename SendsTo, typename Receives
 __device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, const exchange_plan& p, range r,
                                        SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
   const int n = t.size(), me = t.index;
-  const std::uint64_t epoch = next_epoch(unit, t, ch);
+  const std::uint64_t epoch = next_step(unit, t, ch, p.symmetric).epoch;
   arrive(unit, t, ch, 2 * epoch, true, all_members);
   wait_members(unit, t, ch, 2 * epoch, [&](int j) { return sends_to(j); });
   for (int j = 0; j < n; ++j) {
@@ -135,7 +139,7 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
   using Unit = unit_scope_t<Scope>;
   const range r = split_range(p.bytes, 16, u.part, u.parts);
   // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
-  switch (t.pick(coll, p.bytes, algorithm::direct)) {
+  switch (fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct)) {
     case algorithm::ll:
       exchange_ll(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
       break;
@@ -158,7 +162,7 @@ __device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* 
   auto* from = static_cast<const std::byte*>(src);
   const int me = t.index;
   detail::exchange(
-      scope, t, collective::broadcast, detail::exchange_plan{static_cast<std::byte*>(dst), 0, bytes},
+      scope, t, collective::broadcast, detail::exchange_plan{static_cast<std::byte*>(dst), 0, bytes, false},
       [=](int) { return from; }, [=](int) { return me == root; }, [=](int i) { return i == root; });
 }
 
@@ -168,7 +172,7 @@ __device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* d
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
   auto* from = static_cast<const std::byte*>(src);
   detail::exchange(
-      scope, t, collective::fcollect, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes},
+      scope, t, collective::fcollect, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
       [=](int) { return from; }, detail::all_members, detail::all_members);
 }
 
@@ -178,7 +182,7 @@ __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* d
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
   auto* from = static_cast<const std::byte*>(src);
   detail::exchange(
-      scope, t, collective::alltoall, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes},
+      scope, t, collective::alltoall, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
       [=](int j) { return from + j * bytes; }, detail::all_members, detail::all_members);
 }
 

@@ -48,10 +48,11 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
   const std::size_t stride = p.block_stride * sizeof(T);
   for (std::size_t off = begin; off < end_all; off += payload) {
     const std::size_t end = off + payload < end_all ? off + payload : end_all;
-    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const step s = next_step(unit, t, ch, true);
+    const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
-    await_scratch_free(unit, t, ch, epoch, all_members);
+    await_scratch_free(unit, t, ch, s, all_members);
     std::byte* my_lines = scratch_of(t, ch, parity, me);
     for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
       const std::size_t m = end - o < 8 ? end - o : 8;
@@ -63,9 +64,8 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
         if (i != me) acc.template add<Op>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
       store_word(dst + o, m, acc.word());
     }
-    arrive(unit, t, ch, 2 * epoch + 1, false, all_members);  // done with this step's lines
+    Unit::sync();
   }
-  Unit::sync();
 }
 
 // One-shot: stage each member's block into its scratch, one signalled step, reduce locally.
@@ -75,9 +75,10 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
   const int n = t.size(), me = t.index;
   for (std::size_t off = r.begin; off < r.end; off += capacity) {
     const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
-    const std::uint64_t epoch = next_epoch(unit, t, ch);
+    const step s = next_step(unit, t, ch, true);
+    const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
-    await_scratch_free(unit, t, ch, epoch, all_members);
+    await_scratch_free(unit, t, ch, s, all_members);
     std::byte* mine = scratch_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
       if (j != me)
@@ -104,7 +105,7 @@ template <reduce_op Op, typename T, typename Unit>
 __device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r,
                                    int block, bool write_everywhere) {
   const int n = t.size(), me = t.index;
-  const std::uint64_t epoch = next_epoch(unit, t, ch);
+  const std::uint64_t epoch = next_step(unit, t, ch, true).epoch;
   meet_members(unit, t, ch, 2 * epoch, true);
   const T* src = p.src + block * p.block_stride + r.begin;
   reduce_sources<Op, T>(
@@ -134,7 +135,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
   using Unit = detail::unit_scope_t<Scope>;
   const detail::reduce_plan<T> plan{dst, src, count, 0};
   const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  switch (t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot)) {
+  const algorithm chosen = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
+  switch (detail::fit_to_unit(t, collective::reduce, chosen, r.size() * sizeof(T), algorithm::two_shot)) {
     case algorithm::ll:
       detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
       break;
@@ -160,7 +162,8 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
   using Unit = detail::unit_scope_t<Scope>;
   const detail::reduce_plan<T> plan{dst, src, count, count};
   const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  switch (t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct)) {
+  const algorithm chosen = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
+  switch (detail::fit_to_unit(t, collective::reducescatter, chosen, r.size() * sizeof(T), algorithm::direct)) {
     case algorithm::ll:
       detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
       break;

@@ -53,7 +53,8 @@ __device__ inline A combine(A a, A b) {
   if constexpr (Op == reduce_op::min) return b < a ? b : a;
   if constexpr (Op == reduce_op::max) return a < b ? b : a;
   if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
+    // Unsigned arithmetic of at least int's width: narrower types would promote to int and overflow.
+    using U = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
     if constexpr (Op == reduce_op::sum) return A(U(a) + U(b));
     if constexpr (Op == reduce_op::prod) return A(U(a) * U(b));
     if constexpr (Op == reduce_op::bit_and) return A(a & b);

@@ -70,14 +70,25 @@ __device__ inline range split_range(std::size_t count, std::size_t group, int pa
   return {begin, end};
 }
 
-// The unit's next epoch on its channel. Every thread reads the counter, the unit meets, the leader
-// stores the new value; the unit meets again before its next read (each step ends with a meeting).
+// One step of a collective on a channel: its epoch, and whether the channel's previous step was
+// symmetric (this member heard from every member in it, which proves they had all finished the step
+// before). The channel's counter keeps the epoch in its low 63 bits and that mark in the top bit.
+struct step {
+  std::uint64_t epoch;
+  bool after_symmetric;
+};
+inline constexpr std::uint64_t kSymmetricMark = std::uint64_t{1} << 63;
+
+// The unit's next step on its channel; `symmetric` marks this step for the next one. Every thread reads
+// the counter, the unit meets, the leader stores the new value; the unit meets again before its next
+// read (each step ends with a meeting).
 template <typename Unit>
-__device__ inline std::uint64_t next_epoch(Unit, const team_handle& t, int channel) {
-  const std::uint64_t epoch = *const_cast<volatile std::uint64_t*>(t.calls + channel) + 1;
+__device__ inline step next_step(Unit, const team_handle& t, int channel, bool symmetric) {
+  const std::uint64_t word = *const_cast<volatile std::uint64_t*>(t.calls + channel);
+  const step s{(word & ~kSymmetricMark) + 1, (word & kSymmetricMark) != 0};
   Unit::sync();
-  if (Unit::leader()) t.calls[channel] = epoch;
-  return epoch;
+  if (Unit::leader()) t.calls[channel] = s.epoch | (symmetric ? kSymmetricMark : 0);
+  return s;
 }
 
 // Member `member`'s copy of this PE's team object `p` (a symmetric address).
@@ -141,14 +152,25 @@ __device__ inline std::byte* scratch_of(const team_handle& t, int channel, int p
 
 namespace shoal::detail {
 
-// Before a step `epoch` writes into the scratch of the members `to(i)` selects, it makes sure each has
-// finished reading the step that last used the same parity (epoch - 2). Every step leaves a flag that
-// proves it: a step's data or entry flag (2 x epoch) says the member finished the step before, and its
-// done flag (2 x epoch + 1) says it finished this one. Usually long satisfied: one local load a member.
+// Before a step writes into the scratch of the members `to(i)` selects, each must have finished reading
+// the step that last used the same parity (epoch - 2). After a symmetric step that is proven already.
+// Otherwise (after a broadcast) a flag proves it: a step's data or entry flag (2 x epoch) says the member
+// finished the step before, and a done flag (2 x epoch + 1, sent by steps that are not symmetric) that
+// it finished this one. A member that has sent neither yet will: no step waits on a later one.
 template <typename Unit, typename Select>
-__device__ inline void await_scratch_free(Unit unit, const team_handle& t, int channel, std::uint64_t epoch,
-                                          Select to) {
-  if (epoch >= 3) wait_members(unit, t, channel, 2 * epoch - 3, to);
+__device__ inline void await_scratch_free(Unit unit, const team_handle& t, int channel, step s, Select to) {
+  if (!s.after_symmetric && s.epoch >= 3) wait_members(unit, t, channel, 2 * s.epoch - 3, to);
+}
+
+// The model's thresholds assume a call spread over all channels. A unit whose share needs more than a
+// few scratch steps (a block-scope call on a large buffer) runs the large algorithm instead, unless the
+// algorithm was forced. Units on one channel have equal shares on every member, so they agree.
+__device__ inline algorithm fit_to_unit(const team_handle& t, collective coll, algorithm chosen,
+                                        std::uint64_t unit_bytes, algorithm large) {
+  if (t.tuning.forced[static_cast<int>(coll)] >= 0) return chosen;
+  const std::uint64_t per_step = chosen == algorithm::ll ? t.ll_bytes / 2 : t.ll_bytes;
+  if ((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step) return large;
+  return chosen;
 }
 
 }  // namespace shoal::detail
