@@ -41,6 +41,7 @@ struct team_handle {
   std::int32_t channel_count = 0;
   std::int32_t channel_total = 0;  // channels the team owns (the stride of the state arrays)
   std::uint32_t ll_bytes = 0;      // LL line bytes per channel, parity and member (payload is half)
+  std::int32_t resident_ctas = 1;  // SMs of the smallest GPU of the job: on-stream calls use at most this many CTAs
   std::uint64_t* calls = nullptr;  // [channel_total] this PE's count of collective steps per channel
   std::uint64_t* flags = nullptr;  // [channel_total][size], symmetric: flag i is written by member i
   std::byte* ll = nullptr;         // [channel_total][2][size][ll_bytes], symmetric: part i written by member i

@@ -61,7 +61,10 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   if (algo == algorithm::ll) share = t.ll_bytes / 2, bytes = block_bytes;
   if (algo == algorithm::one_shot) share = t.ll_bytes, bytes = block_bytes;
   const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
-  const unsigned ctas = unsigned(std::min<std::uint64_t>(wanted, std::uint64_t(t.channel_count)));
+  // Every CTA must be resident at once (CTA k of each member waits for its partners), so at most one per
+  // SM of the smallest GPU in the job: a 512-thread collective CTA may use a whole SM's registers.
+  const std::uint64_t cap = std::min<std::uint64_t>(std::uint64_t(t.channel_count), std::uint64_t(t.resident_ctas));
+  const unsigned ctas = unsigned(std::min<std::uint64_t>(wanted, cap));
   return {ctas, kCollThreads};
 }
 

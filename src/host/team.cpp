@@ -1,5 +1,6 @@
 #include "shoal/team.hpp"
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,20 +35,28 @@ state_layout layout_for(std::size_t channels, std::size_t members, std::size_t s
 struct creation_vote {
   std::int32_t members;
   std::int32_t ok;
+  std::int32_t sms;  // this PE's GPU's SM count
 };
-int agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why) {
-  const creation_vote mine{members, ok ? 1 : 0};
+struct creation_result {
+  int largest_team;
+  int fewest_sms;
+};
+creation_result agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why) {
+  int sms = 1;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device) != cudaSuccess) sms = 1;
+  const creation_vote mine{members, ok ? 1 : 0, sms};
   std::vector<creation_vote> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
-  int largest = 1;
+  int largest = 1, fewest_sms = sms;
   for (int pe = 0; pe < int(all.size()); ++pe) {
+    fewest_sms = std::min(fewest_sms, int(all[pe].sms));
     if (!all[pe].ok)
       throw error(errc::invalid_argument, call,
                   pe == w.boot->pe() ? why : fmt::format("PE {} refused the team ({}); no team was created", pe,
                                                          "its request was invalid"));
     largest = std::max(largest, int(all[pe].members));
   }
-  return largest;
+  return {largest, std::max(fewest_sms, 1)};
 }
 
 team_layout node_layout_of(const world::impl& w) {
@@ -76,8 +85,9 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
     request_ok = false;
     problem = e.what();
   }
-  const int members = agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", problem);
-  const state_layout sl = layout_for(std::size_t(channels), std::size_t(members), scratch);
+  const creation_result agreed =
+      agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", problem);
+  const state_layout sl = layout_for(std::size_t(channels), std::size_t(agreed.largest_team), scratch);
   auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;
 
@@ -87,6 +97,7 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   handle_.channel_count = channels;
   handle_.channel_total = channels;
   handle_.ll_bytes = std::uint32_t(scratch);
+  handle_.resident_ctas = agreed.fewest_sms;
   handle_.calls = reinterpret_cast<std::uint64_t*>(base);
   handle_.flags = reinterpret_cast<std::uint64_t*>(base + sl.flags_offset);
   handle_.ll = base + sl.scratch_offset;

@@ -117,8 +117,13 @@ measurement nccl_peer::measure_collective(context& ctx, collective op, std::uint
         SHOAL_PERF_NCCL(ncclBroadcast(src, dst, bytes, ncclUint8, kBroadcastRoot, comm, ctx.stream), comm);
         break;
       case collective::alltoall:
+        // The own block is a local copy: NCCL's send/recv to self hung under graph capture from 1 MiB on
+        // 2 x H200 (NCCL 2.28.9), and a copy is what the send to self amounts to.
+        SHOAL_PERF_CUDA(cudaMemcpyAsync(dst + std::uint64_t(ctx.pe) * bytes, src + std::uint64_t(ctx.pe) * bytes,
+                                        bytes, cudaMemcpyDeviceToDevice, ctx.stream));
         SHOAL_PERF_NCCL(ncclGroupStart(), comm);
         for (int p = 0; p < ctx.n_pes; ++p) {
+          if (p == ctx.pe) continue;
           SHOAL_PERF_NCCL(ncclSend(src + std::uint64_t(p) * bytes, bytes, ncclUint8, p, comm, ctx.stream), comm);
           SHOAL_PERF_NCCL(ncclRecv(dst + std::uint64_t(p) * bytes, bytes, ncclUint8, p, comm, ctx.stream), comm);
         }
