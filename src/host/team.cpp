@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
@@ -41,7 +42,9 @@ struct creation_result {
   int largest_team;
   int fewest_sms;
 };
-creation_result agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why) {
+// `failure` is this PE's own error, rethrown as it was when this PE is the one that refused.
+creation_result agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why,
+                                  const std::exception_ptr& failure) {
   int sms = 1;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device) != cudaSuccess) sms = 1;
   const creation_vote mine{members, ok ? 1 : 0, sms};
@@ -50,6 +53,7 @@ creation_result agree_on_creation(world::impl& w, int members, bool ok, const ch
   int largest = 1, fewest_sms = sms;
   for (int pe = 0; pe < int(all.size()); ++pe) {
     fewest_sms = std::min(fewest_sms, int(all[pe].sms));
+    if (!all[pe].ok && pe == w.boot->pe() && failure) std::rethrow_exception(failure);
     if (!all[pe].ok)
       throw error(errc::invalid_argument, call,
                   pe == w.boot->pe() ? why : fmt::format("PE {} refused the team ({}); no team was created", pe,
@@ -74,19 +78,19 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   const detail::config& cfg = wi.cfg;
   const int channels = int(cfg.team_channels);
   const std::uint64_t scratch = cfg.team_scratch_bytes;
-  std::string problem = why;
+  std::exception_ptr failure;
   // Everything that can fail on one PE is decided before the vote: the algorithm overrides, the scratch.
   try {
     handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1),
                                          [](const char* name) { return std::getenv(name); });
     if (scratch % 32 != 0)
       throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
-  } catch (const error& e) {
+  } catch (const error&) {
     request_ok = false;
-    problem = e.what();
+    failure = std::current_exception();
   }
   const creation_result agreed =
-      agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", problem);
+      agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", why, failure);
   const state_layout sl = layout_for(std::size_t(channels), std::size_t(agreed.largest_team), scratch);
   auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;

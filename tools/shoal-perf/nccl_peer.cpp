@@ -93,6 +93,13 @@ bool nccl_peer::has(collective op) { return op != collective::barrier; }
 
 measurement nccl_peer::measure_collective(context& ctx, collective op, std::uint64_t bytes) {
   if (!has(op)) throw std::invalid_argument("NCCL has no " + coll_name(op));
+  if (op == collective::alltoall && bytes >= (std::uint64_t{1} << 20)) {
+    // Known problem of this harness: NCCL's grouped send/recv alltoall of 1 MiB blocks and more never
+    // completed under graph capture on 2 x H200 (NCCL 2.28.9), with or without the send to self.
+    measurement skipped;
+    skipped.note = "NCCL alltoall not measured from 1 MiB (its graph-captured send/recv hung here)";
+    return skipped;
+  }
   const std::uint64_t buffer = coll_buffer_bytes(op, bytes, ctx.n_pes);
   ctx.reserve(buffer);
   const std::uint64_t stride = context::slot_stride(buffer);
