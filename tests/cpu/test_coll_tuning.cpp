@@ -1,0 +1,75 @@
+// What kernels read from the cost model: the size thresholds in a team handle must reproduce the model's
+// choice (to the scan's resolution), SHOAL_ALGO_* overrides must force exactly their algorithm, and the
+// handle's pick() must follow both. Also the team handle's channel views.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "coll/tuning.hpp"
+#include "shoal/error.hpp"
+#include "shoal/team_handle.hpp"
+
+namespace shoal::detail {
+namespace {
+
+const char* no_env(const char*) { return nullptr; }
+
+// The large-message algorithm of each collective, as the device calls name it.
+algorithm large_of(collective c) { return c == collective::reduce ? algorithm::two_shot : algorithm::direct; }
+
+TEST(CollTuning, ThresholdsReproduceTheModelAtScannedSizes) {
+  const coll_model_table table;
+  // (A team of one PE is left out: with no peers the model's ll and one_shot costs cross back and forth
+  // around multiples of chunk_bytes, which thresholds cannot follow; every algorithm is a local copy there.)
+  for (int n : {2, 3, 4, 8}) {
+    team_handle h;
+    h.tuning = make_tuning(table, n, no_env);
+    for (collective c : {collective::broadcast, collective::fcollect, collective::alltoall, collective::reduce,
+                         collective::reducescatter}) {
+      for (std::uint64_t bytes = 1; bytes <= (std::uint64_t{1} << 30); bytes *= 2) {
+        const algorithm model = model_choice(table, c, n, bytes);
+        EXPECT_EQ(h.pick(c, bytes, large_of(c)), model) << to_string(c) << " n=" << n << " bytes=" << bytes;
+      }
+    }
+  }
+}
+
+TEST(CollTuning, OverrideForcesEverySize) {
+  std::map<std::string, std::string> env{{"SHOAL_ALGO_REDUCE", " two_shot "}, {"SHOAL_ALGO_FCOLLECT", "auto"},
+                                         {"SHOAL_ALGO_ALLTOALL", "   "}};
+  auto getenv_fn = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  team_handle h;
+  h.tuning = make_tuning(coll_model_table{}, 2, getenv_fn);
+  for (std::uint64_t bytes : {1ull, 4096ull, 1ull << 30})
+    EXPECT_EQ(h.pick(collective::reduce, bytes, algorithm::two_shot), algorithm::two_shot) << bytes;
+  // "auto" and blanks leave the model in charge.
+  EXPECT_EQ(h.tuning.forced[static_cast<int>(collective::fcollect)], -1);
+  EXPECT_EQ(h.tuning.forced[static_cast<int>(collective::alltoall)], -1);
+  EXPECT_EQ(h.pick(collective::alltoall, 8, algorithm::direct), algorithm::ll);
+  // with_algorithm does on the device what the variable does for the whole team.
+  EXPECT_EQ(h.with_algorithm(collective::alltoall, algorithm::direct).pick(collective::alltoall, 8, algorithm::direct),
+            algorithm::direct);
+
+  env["SHOAL_ALGO_BROADCAST"] = "two_shot";  // broadcast has no two_shot
+  EXPECT_THROW(make_tuning(coll_model_table{}, 2, getenv_fn), shoal::error);
+}
+
+TEST(CollTuning, ChannelViews) {
+  team_handle h;
+  h.channel_first = 0;
+  h.channel_count = 8;
+  const team_handle view = h.channels(2, 3);
+  EXPECT_EQ(view.channel_first, 2);
+  EXPECT_EQ(view.channel_count, 3);
+  EXPECT_EQ(view.channels(1, 2).channel_first, 3);   // relative to the view
+  EXPECT_EQ(view.channels(2, 2).channel_count, 0);   // past the view's end: no channels
+  EXPECT_EQ(h.channels(-1, 2).channel_count, 0);
+  EXPECT_EQ(h.channels(0, 0).channel_count, 0);
+}
+
+}  // namespace
+}  // namespace shoal::detail
