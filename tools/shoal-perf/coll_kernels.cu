@@ -140,15 +140,6 @@ __global__ void check_from_previous_kernel(shoal::device_handle h, const std::ui
 
 // ---- the local copy of the calibration -----------------------------------------------------------------
 
-struct event {
-  cudaEvent_t e = nullptr;
-  event() { SHOAL_PERF_CUDA(cudaEventCreate(&e)); }
-  ~event() {
-    if (e != nullptr) cudaEventDestroy(e);  // cleanup path: nothing to do about a failure here
-  }
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
-};
 
 }  // namespace
 
@@ -279,7 +270,7 @@ coll_check_outcome check_barrier_on_stream(context& ctx, int rounds, const std::
 measurement measure_local_copy(context& ctx, std::uint64_t bytes) {
   ctx.reserve(2 * bytes);
   const int copies = ctx.opt.iters > 0 ? ctx.opt.iters : 8;
-  event start, stop;
+  cuda_event start, stop;
   std::vector<double> us;
   for (int rep = 0; rep < ctx.opt.warmup + ctx.opt.reps; ++rep) {
     ctx.sync_stream();

@@ -24,17 +24,7 @@ constexpr std::uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
 constexpr std::byte kPoison{0xA5};
 constexpr std::uint64_t kGpuHeadroom = 2 * kGiB;  // NCCL's buffers, graphs, the check's scratch
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 
-struct event {
-  cudaEvent_t e = nullptr;
-  event() { SHOAL_PERF_CUDA(cudaEventCreate(&e)); }
-  ~event() {
-    if (e != nullptr) cudaEventDestroy(e);  // cleanup path: nothing to do about a failure here
-  }
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
-};
 
 // ---- the seeded data of the checks -------------------------------------------------------------------
 
@@ -334,9 +324,7 @@ std::int64_t coll_ops(const context& ctx, std::uint64_t bytes) {
 }
 
 std::uint64_t coll_arenas_bytes(const context& ctx, std::uint64_t buffer) {
-  // As context::reserve sizes each arena.
-  std::uint64_t need = std::max(round_up(buffer, 256) + 4096, 2 * ctx.machine.l2_bytes + 64 * kMiB);
-  return 2 * round_up(need, 2 * kMiB);
+  return 2 * ctx.arena_bytes_for(buffer);  // src and dst
 }
 
 std::uint64_t coll_heap_room(context& ctx) {
@@ -354,7 +342,7 @@ std::uint64_t coll_heap_room(context& ctx) {
 
 std::vector<double> time_coll_batches(context& ctx, std::int64_t ops, const std::function<void(int)>& enqueue) {
   const team& t = world_team(ctx.world);
-  event start, stop;
+  cuda_event start, stop;
   std::vector<double> ms;
   const int total = ctx.opt.warmup + ctx.opt.reps;
   for (int batch = 0; batch < total; ++batch) {

@@ -59,18 +59,7 @@ constexpr int kResultWords = 64;
 constexpr int kResultCheck = 63;  // the check's mismatch count; the suites use the low indices
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 
-// A CUDA event that cleans up after itself.
-struct event {
-  cudaEvent_t e = nullptr;
-  event() { SHOAL_PERF_CUDA(cudaEventCreate(&e)); }
-  ~event() {
-    if (e != nullptr) cudaEventDestroy(e);  // cleanup path: nothing to do about a failure here
-  }
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
-};
 
 __global__ void empty_kernel() {}
 
@@ -158,9 +147,13 @@ std::uint32_t context::n_slots(std::uint64_t bytes) const {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(n, 1, 1u << 30));
 }
 
+std::uint64_t context::arena_bytes_for(std::uint64_t max_message) const {
+  const std::uint64_t need = std::max(round_up(max_message, 256) + 4096, 2 * machine.l2_bytes + 64 * kMiB);
+  return round_up(need, 2 * kMiB);
+}
+
 void context::reserve(std::uint64_t max_message) {
-  std::uint64_t need = std::max(round_up(max_message, 256) + 4096, 2 * machine.l2_bytes + 64 * kMiB);
-  need = round_up(need, 2 * kMiB);
+  const std::uint64_t need = arena_bytes_for(max_message);
   if (need <= arena_bytes_) return;
   sync_stream();
   if (src_ != nullptr) world.free(src_);
@@ -229,7 +222,7 @@ std::int64_t context::ops_per_batch(std::uint64_t bytes) const {
 // ---- timing --------------------------------------------------------------------------------------------
 
 std::vector<double> time_batches(context& ctx, const std::function<void(int)>& enqueue) {
-  event start, stop;
+  cuda_event start, stop;
   std::vector<double> ms;
   const int total = ctx.opt.warmup + ctx.opt.reps;
   for (int batch = 0; batch < total; ++batch) {

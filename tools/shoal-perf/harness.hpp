@@ -35,6 +35,19 @@ namespace shoal::perf {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+constexpr std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+
+// A CUDA event that cleans up after itself.
+struct cuda_event {
+  cudaEvent_t e = nullptr;
+  cuda_event() { SHOAL_PERF_CUDA(cudaEventCreate(&e)); }
+  ~cuda_event() {
+    if (e != nullptr) cudaEventDestroy(e);  // cleanup path: nothing to do about a failure here
+  }
+  cuda_event(const cuda_event&) = delete;
+  cuda_event& operator=(const cuda_event&) = delete;
+};
+
 struct options {
   std::string json_path;                // JSON Lines output ("" = none)
   std::string plot_dir;                 // PNGs written here after the run ("" = no plots)
@@ -133,6 +146,8 @@ class context {
   // least 2 x L2 + 64 MiB, so rotating through slots of one message size keeps L2 from serving repeats.
   // Collective: grows (frees and reallocates) when `max_message` does not fit with its guard bytes.
   void reserve(std::uint64_t max_message);
+  // Bytes of one arena (src or dst) that reserve(max_message) asks the heap for.
+  std::uint64_t arena_bytes_for(std::uint64_t max_message) const;
   std::byte* src() const { return src_; }
   std::byte* dst() const { return dst_; }
   std::uint64_t arena_bytes() const { return arena_bytes_; }
