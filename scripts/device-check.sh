@@ -2,6 +2,8 @@
 # One-call check on a machine with GPUs: the GPU test tier at 1 and 2 PEs, the debug-build device
 # traps, and (when built) shoal-perf's quick suite with NCCL beside it. Logs go to $OUT (default ./out);
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
+# Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
+# PERF_TAG (log and JSON file names, to run several suites into one $OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -28,16 +30,16 @@ run_step() {  # name log -- command...
 }
 
 for n in 1 2; do
-  if [ "$gpus" -ge 1 ]; then
+  if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
     run_step "gpu tests, $n PE" "gpu_tests_${n}pe.log" -- "$BUILD/bin/shoalrun" -n $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   fi
 done
 
-if [ -x "$BUILD/bin/ring_exchange" ]; then
+if [ -x "$BUILD/bin/ring_exchange" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
   run_step "example ring_exchange" examples.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
 fi
 
-for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
+[ "${SKIP_TESTS:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "wait-timeout:timed out after .* waiting for wait_until"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
@@ -48,8 +50,9 @@ done
 cat "$OUT"/probe_*.txt > "$OUT/probes.log" && rm -f "$OUT"/probe_*.txt
 
 if [ -x "$BUILD/bin/shoal-perf" ] && [ "${SKIP_PERF:-0}" != 1 ]; then
-  run_step "shoal-perf ${PERF_SUITE:-quick}" perf.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 500 -- \
-    "$BUILD/bin/shoal-perf" ${PERF_SUITE:-quick} --json "$OUT/perf.jsonl" ${PERF_ARGS:-}
+  tag=${PERF_TAG:-perf}
+  run_step "shoal-perf ${PERF_SUITE:-quick}" "$tag.log" -- "$BUILD/bin/shoalrun" -n 2 --timeout "${PERF_TIMEOUT:-500}" -- \
+    "$BUILD/bin/shoal-perf" ${PERF_SUITE:-quick} --json "$OUT/$tag.jsonl" ${PERF_ARGS:-}
 fi
 
 echo
