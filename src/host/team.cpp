@@ -50,14 +50,15 @@ creation_result agree_on_creation(world::impl& w, int members, bool ok, const ch
   const creation_vote mine{members, ok ? 1 : 0, sms};
   std::vector<creation_vote> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
+  // A PE that refused reports its own reason first, whatever other PEs said.
+  if (!ok && failure) std::rethrow_exception(failure);
+  if (!ok) throw error(errc::invalid_argument, call, why);
   int largest = 1, fewest_sms = sms;
   for (int pe = 0; pe < int(all.size()); ++pe) {
     fewest_sms = std::min(fewest_sms, int(all[pe].sms));
-    if (!all[pe].ok && pe == w.boot->pe() && failure) std::rethrow_exception(failure);
     if (!all[pe].ok)
       throw error(errc::invalid_argument, call,
-                  pe == w.boot->pe() ? why : fmt::format("PE {} refused the team ({}); no team was created", pe,
-                                                         "its request was invalid"));
+                  fmt::format("PE {} refused the team (its request was invalid); no team was created", pe));
     largest = std::max(largest, int(all[pe].members));
   }
   return {largest, std::max(fewest_sms, 1)};
