@@ -56,10 +56,12 @@ void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::si
 }
 
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes) {
-  // Per-CTA shares: one LL step's payload, one staged step's scratch, or a slice big enough to stream.
-  std::uint64_t share = 64 * 1024, bytes = total_bytes;
+  // Per-CTA shares: one LL step's payload; for the staged and streaming algorithms a few KiB, so that
+  // mid-sized calls spread over many SMs (a CTA's copy into a peer is bound by its own bytes in flight,
+  // not by the link) while each CTA still moves whole 16-byte words through full warps.
+  std::uint64_t share = kStreamShare, bytes = total_bytes;
   if (algo == algorithm::ll) share = t.ll_bytes / 2, bytes = block_bytes;
-  if (algo == algorithm::one_shot) share = t.ll_bytes, bytes = block_bytes;
+  if (algo == algorithm::one_shot) share = std::min<std::uint64_t>(t.ll_bytes, kStagedShare), bytes = block_bytes;
   const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
   // Every CTA must be resident at once (CTA k of each member waits for its partners), so at most one per
   // SM of the smallest GPU in the job: a 512-thread collective CTA may use a whole SM's registers.
@@ -68,10 +70,15 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   return {ctas, kCollThreads};
 }
 
-void check_launch(const char* call) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
+void check_launch(const char* call) { check_launch(cudaGetLastError(), call); }
+
+void check_launch(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed launch also leaves the error as the last one: clear it
     throw error(errc::cuda, call, fmt::format("kernel launch failed: {}", cudaGetErrorString(status)));
+  }
 }
+
+bool overlap_launches(const team& t) { return t.internals().cfg.coll_pdl; }
 
 }  // namespace shoal::detail

@@ -2,8 +2,11 @@
 // fmt-free, for the .cu files.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "shoal/coll_stream.hpp"
 #include "shoal/team_handle.hpp"
@@ -21,6 +24,9 @@ void check_op_for_floating(reduce_op op, const char* call);  // bit operators: i
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call);
 
 inline constexpr unsigned kCollThreads = 512;
+// Least bytes per CTA of an on-stream staged (one_shot) and streaming (two_shot, direct) call.
+inline constexpr std::uint64_t kStagedShare = 4 * 1024;
+inline constexpr std::uint64_t kStreamShare = 16 * 1024;
 
 struct coll_launch {
   unsigned ctas;
@@ -31,7 +37,45 @@ struct coll_launch {
 // sends one peer) per CTA and step; the other algorithms stream `total_bytes` (what a member moves).
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
-// Throws shoal::error(errc::cuda) naming `call` when the last launch failed.
+// Throws shoal::error(errc::cuda) naming `call` when the last launch failed (or `status` is an error).
 void check_launch(const char* call);
+void check_launch(cudaError_t status, const char* call);
+
+// Whether this team's on-stream collectives overlap their launch with the previous kernel (SHOAL_COLL_PDL).
+bool overlap_launches(const team& t);
+
+// Launches an on-stream collective kernel of team `t`. With overlap_launches(t) it is a programmatic
+// dependent launch:
+// the GPU may start it while the previous kernel of the stream still runs, which hides the launch
+// latency of back-to-back calls (CUDA graphs included). Every kernel launched here must call
+// await_previous_kernel() before it touches memory; without the attribute that call does nothing.
+template <typename... Params, typename... Args>
+void launch_coll(const team& t, void (*kernel)(Params...), coll_launch launch, cudaStream_t stream,
+                 const char* call, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(launch.ctas);
+  config.blockDim = dim3(launch.threads);
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1]{};
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = overlap;
+  config.numAttrs = overlap_launches(t) ? 1 : 0;
+  check_launch(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), call);
+}
+
+#ifdef __CUDACC__
+// The first statement of every kernel launch_coll starts: waits until the previous kernel of the stream
+// has finished and its writes are visible, then lets the next kernel's launch begin. Releasing the next
+// launch only after the wait keeps at most two collective grids on the GPU: the one running and the one
+// launched behind it, whose CTAs wait here without blocking the first (all of its CTAs were resident
+// before they released the launch).
+__device__ inline void await_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
 
 }  // namespace shoal::detail

@@ -6,6 +6,7 @@ namespace shoal {
 namespace {
 
 __global__ void meet_kernel(team_handle t, bool quiet_first) {
+  detail::await_previous_kernel();
   if (quiet_first)
     barrier(block, t);
   else
@@ -13,19 +14,21 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
 }
 
 __global__ void __launch_bounds__(detail::kCollThreads) broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
+  detail::await_previous_kernel();
   broadcast_bytes(grid, t, dst, src, bytes, root);
 }
 __global__ void __launch_bounds__(detail::kCollThreads) fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  detail::await_previous_kernel();
   fcollect_bytes(grid, t, dst, src, bytes);
 }
 __global__ void __launch_bounds__(detail::kCollThreads) alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  detail::await_previous_kernel();
   alltoall_bytes(grid, t, dst, src, bytes);
 }
 
 void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, bool quiet_first, const char* call) {
   const team_handle h = detail::stream_view(t, channels, call);
-  meet_kernel<<<1, 32, 0, stream>>>(h, quiet_first);
-  detail::check_launch(call);
+  detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, quiet_first);
 }
 
 }  // namespace
@@ -50,8 +53,7 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
   if (bytes == 0) return;
   const auto launch =
       detail::plan_launch(h, h.pick(collective::broadcast, bytes, algorithm::direct), bytes, bytes);
-  broadcast_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes, root);
-  detail::check_launch(call);
+  detail::launch_coll(t, broadcast_kernel, launch, stream, call, h, dst, src, bytes, root);
 }
 
 void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
@@ -64,8 +66,7 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   if (bytes == 0) return;
   const auto launch =
       detail::plan_launch(h, h.pick(collective::fcollect, bytes, algorithm::direct), bytes, bytes * t.size());
-  fcollect_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes);
-  detail::check_launch(call);
+  detail::launch_coll(t, fcollect_kernel, launch, stream, call, h, dst, src, bytes);
 }
 
 void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
@@ -78,8 +79,7 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   if (bytes == 0) return;
   const auto launch =
       detail::plan_launch(h, h.pick(collective::alltoall, bytes, algorithm::direct), bytes, bytes * t.size());
-  alltoall_kernel<<<launch.ctas, launch.threads, 0, stream>>>(h, dst, src, bytes);
-  detail::check_launch(call);
+  detail::launch_coll(t, alltoall_kernel, launch, stream, call, h, dst, src, bytes);
 }
 
 }  // namespace shoal

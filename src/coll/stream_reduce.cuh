@@ -16,10 +16,12 @@ namespace shoal::detail {
 // budget within what such a launch allows).
 template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  await_previous_kernel();
   reduce(grid, t, op_tag<Op>{}, dst, src, count);
 }
 template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  await_previous_kernel();
   reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
 }
 
@@ -41,16 +43,13 @@ using storage_t = std::conditional_t<
     typename fixed_int<sizeof(T), std::is_signed_v<T> && (Op == reduce_op::min || Op == reduce_op::max)>::type, T>;
 
 template <bool kScatter, typename T, reduce_op Op>
-void launch_reduce(const team_handle& h, coll_launch launch, T* dst, const T* src, std::size_t count,
-                   cudaStream_t stream) {
+void launch_reduce(const team& t, const team_handle& h, coll_launch launch, T* dst, const T* src, std::size_t count,
+                   cudaStream_t stream, const char* call) {
   if constexpr (op_defined_for_v<T, Op>) {
     using S = storage_t<T, Op>;
     auto* d = reinterpret_cast<S*>(dst);
     auto* s = reinterpret_cast<const S*>(src);
-    if constexpr (kScatter)
-      reducescatter_kernel<S, Op><<<launch.ctas, launch.threads, 0, stream>>>(h, d, s, count);
-    else
-      reduce_kernel<S, Op><<<launch.ctas, launch.threads, 0, stream>>>(h, d, s, count);
+    launch_coll(t, kScatter ? reducescatter_kernel<S, Op> : reduce_kernel<S, Op>, launch, stream, call, h, d, s, count);
   }
 }
 
@@ -70,28 +69,27 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
   switch (op) {
     case reduce_op::sum:
-      launch_reduce<kScatter, T, reduce_op::sum>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::sum>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::prod:
-      launch_reduce<kScatter, T, reduce_op::prod>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::prod>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::min:
-      launch_reduce<kScatter, T, reduce_op::min>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::min>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::max:
-      launch_reduce<kScatter, T, reduce_op::max>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::max>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::bit_and:
-      launch_reduce<kScatter, T, reduce_op::bit_and>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::bit_and>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::bit_or:
-      launch_reduce<kScatter, T, reduce_op::bit_or>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::bit_or>(t, h, launch, dst, src, count, stream, call);
       break;
     case reduce_op::bit_xor:
-      launch_reduce<kScatter, T, reduce_op::bit_xor>(h, launch, dst, src, count, stream);
+      launch_reduce<kScatter, T, reduce_op::bit_xor>(t, h, launch, dst, src, count, stream, call);
       break;
   }
-  check_launch(call);
 }
 
 }  // namespace shoal::detail

@@ -99,13 +99,15 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
     SHOAL_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  // Announce my arrival at this epoch in flag[my_pe] of every PE, then wait for every PE's. All of it
-  // goes to the GPU as batches of memory operations: one command per batch instead of one per operation.
+  // Announce my arrival at this epoch in flag[my_pe] of every other PE, then wait for every other PE's.
+  // All of it goes to the GPU as batches of memory operations: one command per batch instead of one per
+  // operation. This PE's own arrival needs no operation: stream order already has it.
   std::uint64_t epoch = ++s.stream_barrier_epoch;
   int me = w.pe();
   std::vector<CUstreamBatchMemOpParams> ops;
   ops.reserve(2 * std::size_t(w.n_pes()));
   for (int pe = 0; pe < w.n_pes(); ++pe) {
+    if (pe == me) continue;
     CUstreamBatchMemOpParams op{};
     op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
     op.writeValue.address = reinterpret_cast<CUdeviceptr>(
@@ -114,6 +116,7 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
     ops.push_back(op);
   }
   for (int pe = 0; pe < w.n_pes(); ++pe) {
+    if (pe == me) continue;
     CUstreamBatchMemOpParams op{};
     op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
     op.waitValue.address = reinterpret_cast<CUdeviceptr>(s.stream_barrier_flags + pe);
@@ -121,6 +124,7 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
     op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     ops.push_back(op);
   }
+  if (ops.empty()) return;  // a world of one PE
   const detail::driver_api& cu = detail::driver();
   constexpr std::size_t kMaxBatch = 256;  // the driver's limit on operations per batch
   for (std::size_t at = 0; at < ops.size(); at += kMaxBatch)

@@ -48,6 +48,7 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
   const std::size_t stride = p.block_stride * sizeof(T);
   for (std::size_t off = begin; off < end_all; off += payload) {
     const std::size_t end = off + payload < end_all ? off + payload : end_all;
+    prefetch_first_words<Unit>(off, end, p.block_stride == 0 ? 1 : n, [&](int j) { return src + j * stride; });
     const step s = next_step(unit, t, ch, true);
     const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);

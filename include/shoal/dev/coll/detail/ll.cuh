@@ -56,6 +56,18 @@ __device__ inline void store_word(std::byte* p, std::size_t n, std::uint64_t v) 
   for (std::size_t i = 0; i < n && i < 8; ++i) p[i] = std::byte((v >> (8 * i)) & 0xff);
 }
 
+// Asks L2 for the first word of [off, end) that this thread sends from each block `block(j)` (null:
+// none), before the step takes its epoch: the fetch from memory then overlaps the read of the channel
+// counter, and the loads after it hit L2. A prefetch into L2, the GPU's point of coherence, cannot make
+// a later load see stale data, so the caller's writes before the call are still read as they are.
+template <typename Unit, typename Block>
+__device__ inline void prefetch_first_words(std::size_t off, std::size_t end, int n, Block block) {
+  const std::size_t o = off + 8 * std::size_t(Unit::rank());
+  if (o >= end) return;
+  for (int j = 0; j < n; ++j)
+    if (const std::byte* p = block(j)) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+
 // Payload bytes one LL step carries from one member to another on one channel.
 __device__ inline std::size_t ll_payload(const team_handle& t) { return t.ll_bytes / 2; }
 
