@@ -1,0 +1,93 @@
+#include "transport/local_memory.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+template <typename T>
+T apply(T* word, proxy_atomic_op op, T value, T compare) {
+  std::atomic_ref<T> ref(*word);
+  switch (op) {
+    case proxy_atomic_op::fetch:
+      return ref.load();
+    case proxy_atomic_op::set:
+    case proxy_atomic_op::swap:
+      return ref.exchange(value);
+    case proxy_atomic_op::compare_swap:
+      ref.compare_exchange_strong(compare, value);
+      return compare;  // the old value whether or not it matched
+    case proxy_atomic_op::fetch_add:
+    case proxy_atomic_op::add:
+      return ref.fetch_add(value);
+    case proxy_atomic_op::fetch_and:
+    case proxy_atomic_op::bit_and:
+      return ref.fetch_and(value);
+    case proxy_atomic_op::fetch_or:
+    case proxy_atomic_op::bit_or:
+      return ref.fetch_or(value);
+    case proxy_atomic_op::fetch_xor:
+    case proxy_atomic_op::bit_xor:
+      return ref.fetch_xor(value);
+  }
+  throw error(errc::internal, "host_atomic_apply", "unknown atomic op " + std::to_string(static_cast<int>(op)));
+}
+
+}  // namespace
+
+std::uint64_t host_atomic_apply(void* word, const local_atomic& op) {
+  // Floats are bit moves (fetch/set/swap only), so integer atomics of the same width do them exactly.
+  if (proxy_atomic_width(op.type) == 4)
+    return apply(static_cast<std::uint32_t*>(word), op.op, static_cast<std::uint32_t>(op.value),
+                 static_cast<std::uint32_t>(op.compare));
+  return apply(static_cast<std::uint64_t*>(word), op.op, op.value, op.compare);
+}
+
+host_local_memory::host_local_memory(void* base, std::uint64_t bytes)
+    : base_(static_cast<std::byte*>(base)), bytes_(bytes) {
+  if (base == nullptr && bytes != 0) throw error(errc::invalid_argument, "host_local_memory", "null heap base");
+  if (reinterpret_cast<std::uintptr_t>(base) % 8 != 0)
+    throw error(errc::invalid_argument, "host_local_memory", "heap base not 8-byte aligned");
+}
+
+std::byte* host_local_memory::resolve(local_ref ref, std::size_t bytes, const char* call) const {
+  if (ref.is_address) return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(ref.value));
+  if (ref.value > bytes_ || bytes > bytes_ - ref.value)
+    throw error(errc::internal, call,
+                "heap range [" + std::to_string(ref.value) + ", +" + std::to_string(bytes) + ") beyond the heap of " +
+                    std::to_string(bytes_) + " bytes");
+  return base_ + ref.value;
+}
+
+void host_local_memory::read(local_ref from, void* to, std::size_t bytes) {
+  if (bytes != 0) std::memcpy(to, resolve(from, bytes, "host_local_memory::read"), bytes);
+}
+
+void host_local_memory::write(local_ref to, const void* from, std::size_t bytes) {
+  if (bytes != 0) std::memcpy(resolve(to, bytes, "host_local_memory::write"), from, bytes);
+}
+
+void host_local_memory::atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) {
+  const unsigned width = proxy_atomic_width(op.type);
+  std::byte* word = resolve(local_ref::heap(offset), width, "host_local_memory::atomic");
+  if (offset % width != 0) throw error(errc::internal, "host_local_memory::atomic", "misaligned atomic word");
+  *old = host_atomic_apply(word, op);
+}
+
+void host_local_memory::signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) {
+  std::byte* word = resolve(local_ref::heap(offset), 8, "host_local_memory::signal");
+  if (offset % 8 != 0) throw error(errc::internal, "host_local_memory::signal", "misaligned signal word");
+  // seq_cst (so release): the data writes issued before this signal are visible to whoever sees it.
+  std::atomic_ref<std::uint64_t> ref(*reinterpret_cast<std::uint64_t*>(word));
+  if (op == proxy_signal_op::add)
+    ref.fetch_add(value);
+  else
+    ref.store(value);
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,94 @@
+// How the proxy engine reaches its own PE's memory: the symmetric heap (by offset) and local buffers (by
+// address). The engine applies what peers ask of this PE (puts, gets, signals, atomics) and stages its own
+// puts and gets through this interface only, so the same engine serves a heap in host memory
+// (host_local_memory, below) and one in GPU memory (a CUDA implementation, built on cudaMemcpyAsync on one
+// stream and a tiny kernel for atomics). No CUDA here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/proxy_descriptor.hpp"
+
+namespace shoal::detail {
+
+// A place in this PE's memory: an offset in its symmetric heap, or (is_address) a virtual address of this
+// process, as a proxy_request's `local` field and its local_is_address flag say.
+struct local_ref {
+  std::uint64_t value = 0;
+  bool is_address = false;
+
+  static constexpr local_ref heap(std::uint64_t offset) { return {offset, false}; }
+  static constexpr local_ref address(const void* p) { return {reinterpret_cast<std::uintptr_t>(p), true}; }
+  constexpr local_ref advanced(std::uint64_t bytes) const { return {value + bytes, is_address}; }
+};
+
+// One atomic on a heap word: proxy_atomic_op of proxy_atomic_type; 32-bit operands in the low half.
+// Float types come only with fetch, set and swap (the codec rejects the rest): pure bit moves.
+struct local_atomic {
+  proxy_atomic_op op = proxy_atomic_op::fetch;
+  proxy_atomic_type type = proxy_atomic_type::int32;
+  std::uint64_t value = 0;
+  std::uint64_t compare = 0;
+};
+
+// Contract, for every implementation:
+// - Operations take effect in the order they are issued (a GPU implementation issues them all to one
+//   stream). That order is what makes a put_signal's signal land after its data and what makes a fence
+//   free: the engine issues each peer's requests in arrival order.
+// - They may be deferred until flush(): read() fills `to`, atomic() stores `*old`, and write()/signal()
+//   become visible to every reader of this PE's memory (its GPU kernels and host threads) only once
+//   flush() has returned. The engine issues a batch (everything one network progress call delivered),
+//   then flushes once, then replies; so a GPU implementation pays one stream synchronization per batch,
+//   not one per request.
+// - write()'s `from` and signal()'s arguments may be reused as soon as the call returns (copy or stage
+//   them); read()'s `to` and atomic()'s `old` stay valid and untouched by the caller until flush().
+// - Heap ranges were checked against heap_bytes() by the engine; addresses are trusted (they come from
+//   this PE's own descriptors).
+// - One thread (the proxy thread) calls all of these. Errors throw shoal::error.
+class local_memory {
+ public:
+  virtual ~local_memory() = default;
+
+  virtual std::uint64_t heap_bytes() const noexcept = 0;
+
+  virtual void read(local_ref from, void* to, std::size_t bytes) = 0;
+  virtual void write(local_ref to, const void* from, std::size_t bytes) = 0;
+  // A real atomic on the heap word at `offset` (aligned to the type's width): atomic with respect to
+  // atomics of this PE's own threads or kernels on the same word. `*old` gets the previous value (zero-
+  // extended for 32-bit types) for every op, fetching or not.
+  virtual void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) = 0;
+  // set or add on the 64-bit signal word at heap `offset`, ordered after every earlier write (release).
+  virtual void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) = 0;
+  // Completes every operation issued before it (see the contract above).
+  virtual void flush() = 0;
+};
+
+// A heap in host memory the caller owns ([base, base + bytes), 8-byte aligned), e.g. the heap of a CPU-only
+// job, a test, or a staging heap. Every operation is done at once; flush() has nothing to do. Atomics and
+// signals use std::atomic_ref, so host threads of this PE may use atomic_ref on the same words concurrently.
+class host_local_memory final : public local_memory {
+ public:
+  host_local_memory(void* base, std::uint64_t bytes);
+
+  std::uint64_t heap_bytes() const noexcept override { return bytes_; }
+  void read(local_ref from, void* to, std::size_t bytes) override;
+  void write(local_ref to, const void* from, std::size_t bytes) override;
+  void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) override;
+  void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) override;
+  void flush() override {}
+
+  std::byte* base() const noexcept { return base_; }
+
+ private:
+  std::byte* resolve(local_ref ref, std::size_t bytes, const char* call) const;
+
+  std::byte* base_;
+  std::uint64_t bytes_;
+};
+
+// The atomic itself, on a host word; also what a CUDA implementation's reference check can call.
+// Returns the previous value (zero-extended for 32-bit types).
+std::uint64_t host_atomic_apply(void* word, const local_atomic& op);
+
+}  // namespace shoal::detail
