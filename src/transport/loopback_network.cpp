@@ -1,0 +1,303 @@
+#include "transport/loopback_network.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "shoal/error.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+constexpr auto kExposeTimeout = std::chrono::seconds(30);
+
+struct loopback_message {
+  int from = -1;
+  std::uint8_t handler = 0;
+  std::vector<std::byte> header;
+  std::vector<std::byte> payload;
+};
+
+struct loopback_endpoint {
+  std::mutex mutex;
+  std::deque<loopback_message> inbox;  // one queue per destination: each sender's messages stay in order
+  std::atomic<bool> dead{false};
+  bool connected = false;  // under the fabric's mutex
+};
+
+struct exposed_range {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  bool live = false;
+};
+
+struct pending_completion {
+  network_done done;
+  network_status status = network_status::ok;
+  std::uint64_t value = 0;
+};
+
+}  // namespace
+
+struct loopback_fabric::state {
+  int n_pes = 0;
+  loopback_options options;
+  std::vector<std::unique_ptr<loopback_endpoint>> pes;
+  std::mutex mutex;  // connected flags and regions
+  std::condition_variable regions_changed;
+  std::vector<std::vector<exposed_range>> regions;  // [pe][region id]
+
+  bool dead(int pe) const { return pes[pe]->dead.load(std::memory_order_acquire); }
+};
+
+namespace {
+
+class loopback_network final : public network {
+ public:
+  loopback_network(std::shared_ptr<loopback_fabric::state> fabric, int pe)
+      : fabric_(std::move(fabric)), pe_(pe), rng_(fabric_->options.seed * 1000003u + static_cast<unsigned>(pe)) {
+    capabilities_.library = "loopback";
+    capabilities_.transports = "in-process";
+    capabilities_.cuda_memory = false;
+    capabilities_.remote_atomics = true;
+  }
+
+  // Operations not yet reported run now: those that completed with their status, the rest as canceled.
+  ~loopback_network() override {
+    for (auto* list : {&ready_, &held_}) {
+      for (const pending_completion& c : *list) c.done(c.status, c.value);
+      list->clear();
+    }
+    for (const pending_completion& c : limbo_) c.done(network_status::canceled, 0);
+  }
+
+  int pe() const noexcept override { return pe_; }
+  int n_pes() const noexcept override { return fabric_->n_pes; }
+  const network_capabilities& capabilities() const noexcept override { return capabilities_; }
+
+  void on_message(std::uint8_t id, network_handler handler, void* ctx) override {
+    if (id >= kNetworkHandlers)
+      throw error(errc::invalid_argument, "loopback_network::on_message", fmt::format("handler id {}", id));
+    handlers_[id] = {handler, ctx};
+  }
+
+  network_region expose(void* base, std::size_t bytes, memory_kind kind) override {
+    if (kind != memory_kind::host)
+      throw error(errc::unsupported, "loopback_network::expose", "the loopback network reaches host memory only");
+    std::unique_lock lock(fabric_->mutex);
+    auto& mine = fabric_->regions[pe_];
+    mine.push_back({static_cast<std::byte*>(base), bytes, true});
+    const std::size_t id = mine.size() - 1;
+    fabric_->regions_changed.notify_all();
+    // Collective: every live PE must have made its id-th call.
+    const bool all = fabric_->regions_changed.wait_for(lock, kExposeTimeout, [&] {
+      for (int p = 0; p < fabric_->n_pes; ++p)
+        if (!fabric_->dead(p) && fabric_->regions[p].size() <= id) return false;
+      return true;
+    });
+    if (!all) throw error(errc::timeout, "loopback_network::expose", "not every PE exposed its region in time");
+    return {static_cast<std::uint32_t>(id)};
+  }
+
+  void withdraw(network_region region) override {
+    std::lock_guard lock(fabric_->mutex);
+    auto& mine = fabric_->regions[pe_];
+    if (region.id < mine.size()) mine[region.id].live = false;
+  }
+
+  void send(int pe, std::uint8_t handler, std::span<const std::byte> header, std::span<const std::byte> payload,
+            network_done done) override {
+    check_pe(pe, "loopback_network::send");
+    if (handler >= kNetworkHandlers)
+      throw error(errc::invalid_argument, "loopback_network::send", fmt::format("handler id {}", handler));
+    if (self_dead()) return limbo_.push_back({done});
+    if (fabric_->dead(pe)) return complete(done, network_status::peer_failed);
+    loopback_message m{pe_, handler, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
+    {
+      loopback_endpoint& target = *fabric_->pes[pe];
+      std::lock_guard lock(target.mutex);
+      target.inbox.push_back(std::move(m));
+    }
+    complete(done, network_status::ok);
+  }
+
+  void put(int pe, const void* local, std::size_t bytes, network_region region, std::uint64_t offset,
+           network_done done) override {
+    std::byte* remote = reach(pe, region, offset, bytes, "loopback_network::put");
+    if (self_dead()) return limbo_.push_back({done});
+    if (remote == nullptr) return complete(done, network_status::peer_failed);
+    if (bytes != 0) std::memcpy(remote, local, bytes);
+    complete(done, network_status::ok);
+  }
+
+  void get(int pe, void* local, std::size_t bytes, network_region region, std::uint64_t offset,
+           network_done done) override {
+    std::byte* remote = reach(pe, region, offset, bytes, "loopback_network::get");
+    if (self_dead()) return limbo_.push_back({done});
+    if (remote == nullptr) return complete(done, network_status::peer_failed);
+    if (bytes != 0) std::memcpy(local, remote, bytes);
+    complete(done, network_status::ok);
+  }
+
+  void atomic(int pe, network_atomic op, unsigned width, bool fetch, network_region region, std::uint64_t offset,
+              std::uint64_t value, std::uint64_t compare, network_done done) override {
+    if (width != 4 && width != 8)
+      throw error(errc::invalid_argument, "loopback_network::atomic", fmt::format("width {}", width));
+    if (offset % width != 0) throw error(errc::invalid_argument, "loopback_network::atomic", "misaligned word");
+    std::byte* remote = reach(pe, region, offset, width, "loopback_network::atomic");
+    if (self_dead()) return limbo_.push_back({done});
+    if (remote == nullptr) return complete(done, network_status::peer_failed);
+    const std::uint64_t old = width == 4 ? apply(reinterpret_cast<std::uint32_t*>(remote), op, value, compare)
+                                         : apply(reinterpret_cast<std::uint64_t*>(remote), op, value, compare);
+    complete(done, network_status::ok, fetch ? old : 0);
+  }
+
+  // One-sided operations are applied when issued, so they are ordered and complete at their targets
+  // already; only their completions may be held back.
+  void fence() override {}
+  void flush(int pe, network_done done) override {
+    if (pe != kNetworkAllPes) check_pe(pe, "loopback_network::flush");
+    if (self_dead()) return limbo_.push_back({done});
+    complete(done, pe != kNetworkAllPes && fabric_->dead(pe) ? network_status::peer_failed : network_status::ok);
+  }
+
+  bool progress() override {
+    if (self_dead()) return false;
+    std::deque<loopback_message> arrived;
+    {
+      loopback_endpoint& me = *fabric_->pes[pe_];
+      std::lock_guard lock(me.mutex);
+      arrived.swap(me.inbox);
+    }
+    bool busy = !arrived.empty();
+    for (const loopback_message& m : arrived) {
+      const handler_entry& h = handlers_[m.handler];
+      if (h.fn == nullptr)
+        throw error(errc::internal, "loopback_network::progress",
+                    fmt::format("a message from PE {} for handler {}, which has none", m.from, m.handler));
+      h.fn(h.ctx, network_message{m.from, m.header, m.payload});
+    }
+    if (!held_.empty()) {
+      busy = true;  // something is still to come
+      std::vector<pending_completion> still;
+      for (pending_completion& c : held_) (rng_() % 2 == 0 ? ready_ : still).push_back(c);
+      held_.swap(still);
+      std::shuffle(ready_.begin(), ready_.end(), rng_);
+    }
+    // Completions may issue operations, whose completions go to a fresh list.
+    std::vector<pending_completion> due;
+    due.swap(ready_);
+    for (const pending_completion& c : due) c.done(c.status, c.value);
+    return busy || !due.empty();
+  }
+
+ private:
+  struct handler_entry {
+    network_handler fn = nullptr;
+    void* ctx = nullptr;
+  };
+
+  template <typename T>
+  static T apply(T* word, network_atomic op, std::uint64_t value, std::uint64_t compare) {
+    std::atomic_ref<T> ref(*word);
+    const T v = static_cast<T>(value);
+    switch (op) {
+      case network_atomic::add:
+        return ref.fetch_add(v);
+      case network_atomic::bit_and:
+        return ref.fetch_and(v);
+      case network_atomic::bit_or:
+        return ref.fetch_or(v);
+      case network_atomic::bit_xor:
+        return ref.fetch_xor(v);
+      case network_atomic::swap:
+        return ref.exchange(v);
+      case network_atomic::compare_swap: {
+        T expected = static_cast<T>(compare);
+        ref.compare_exchange_strong(expected, v);
+        return expected;
+      }
+    }
+    throw error(errc::invalid_argument, "loopback_network::atomic", "unknown op");
+  }
+
+  void check_pe(int pe, const char* call) const {
+    if (pe < 0 || pe >= fabric_->n_pes) throw error(errc::invalid_argument, call, fmt::format("PE {}", pe));
+  }
+  bool self_dead() const { return fabric_->dead(pe_); }
+
+  // The address of [offset, +bytes) in PE pe's region, or nullptr if pe is dead.
+  std::byte* reach(int pe, network_region region, std::uint64_t offset, std::size_t bytes, const char* call) {
+    check_pe(pe, call);
+    if (fabric_->dead(pe)) return nullptr;
+    std::lock_guard lock(fabric_->mutex);
+    const auto& theirs = fabric_->regions[pe];
+    if (region.id >= theirs.size() || !theirs[region.id].live)
+      throw error(errc::invalid_argument, call, fmt::format("region {} is not exposed at PE {}", region.id, pe));
+    const exposed_range& r = theirs[region.id];
+    if (offset > r.bytes || bytes > r.bytes - offset)
+      throw error(errc::invalid_argument, call,
+                  fmt::format("[{}, +{}) beyond region {} of {} bytes", offset, bytes, region.id, r.bytes));
+    return r.base + offset;
+  }
+
+  void complete(network_done done, network_status status, std::uint64_t value = 0) {
+    (fabric_->options.reorder_completions ? held_ : ready_).push_back({done, status, value});
+  }
+
+  std::shared_ptr<loopback_fabric::state> fabric_;
+  int pe_;
+  network_capabilities capabilities_;
+  handler_entry handlers_[kNetworkHandlers];
+  std::vector<pending_completion> ready_;  // run at the next progress()
+  std::vector<pending_completion> held_;   // reorder_completions: released at random
+  std::vector<pending_completion> limbo_;  // issued after this PE died: never complete (canceled at the end)
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+loopback_fabric::loopback_fabric(int n_pes, const loopback_options& options) : state_(std::make_shared<state>()) {
+  if (n_pes <= 0) throw error(errc::invalid_argument, "loopback_fabric", fmt::format("n_pes {}", n_pes));
+  state_->n_pes = n_pes;
+  state_->options = options;
+  for (int p = 0; p < n_pes; ++p) state_->pes.push_back(std::make_unique<loopback_endpoint>());
+  state_->regions.resize(n_pes);
+}
+
+loopback_fabric::~loopback_fabric() = default;
+
+int loopback_fabric::n_pes() const noexcept { return state_->n_pes; }
+
+std::unique_ptr<network> loopback_fabric::connect(int pe) {
+  if (pe < 0 || pe >= state_->n_pes) throw error(errc::invalid_argument, "loopback_fabric::connect", "PE out of range");
+  std::lock_guard lock(state_->mutex);
+  if (state_->pes[pe]->connected)
+    throw error(errc::invalid_argument, "loopback_fabric::connect", fmt::format("PE {} is connected already", pe));
+  state_->pes[pe]->connected = true;
+  return std::make_unique<loopback_network>(state_, pe);
+}
+
+void loopback_fabric::kill(int pe) {
+  if (pe < 0 || pe >= state_->n_pes) throw error(errc::invalid_argument, "loopback_fabric::kill", "PE out of range");
+  loopback_endpoint& e = *state_->pes[pe];
+  e.dead.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(e.mutex);
+    e.inbox.clear();
+  }
+  std::lock_guard lock(state_->mutex);
+  state_->regions_changed.notify_all();
+}
+
+bool loopback_fabric::killed(int pe) const { return pe >= 0 && pe < state_->n_pes && state_->dead(pe); }
+
+}  // namespace shoal::detail
