@@ -1,0 +1,330 @@
+// The proxy thread's loop and the initiator side: ring requests become messages to their targets, and
+// complete when the targets' replies are in. proxy_engine_serve.cpp handles what arrives.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "transport/proxy_engine_core.hpp"
+
+namespace shoal::detail {
+
+namespace {
+
+// Idle back-off of the proxy thread: spin this many empty passes, then yield for as many more, then sleep
+// briefly between passes. A request that arrives while the thread sleeps waits at most kIdleSleep.
+constexpr unsigned kIdleSpins = 64;
+constexpr unsigned kIdleYields = 1024;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
+
+std::uint64_t chunks(std::uint64_t bytes, std::uint64_t chunk) { return (bytes + chunk - 1) / chunk; }
+
+}  // namespace
+
+proxy_engine_core::proxy_engine_core(const proxy_ring_view& ring, network& net, local_memory& memory,
+                                     const proxy_limits& limits, const proxy_engine_options& options)
+    : consumer_(ring),
+      net_(net),
+      memory_(memory),
+      limits_(limits),
+      options_(options),
+      pe_(net.pe()),
+      link_(std::make_shared<proxy_engine_link>(proxy_engine_link{this})),
+      requests_(ring.window),
+      peers_(static_cast<std::size_t>(std::max(net.n_pes(), 0))) {
+  const char* call = "proxy_engine";
+  if (limits.n_pes != net.n_pes())
+    throw error(errc::invalid_argument, call,
+                fmt::format("limits.n_pes {} but the network has {} PEs", limits.n_pes, net.n_pes()));
+  if (limits.heap_bytes != memory.heap_bytes())
+    throw error(errc::invalid_argument, call,
+                fmt::format("limits.heap_bytes {} but the local heap has {}", limits.heap_bytes, memory.heap_bytes()));
+  if (limits.completion_slots > ring.result_slots)
+    throw error(errc::invalid_argument, call,
+                fmt::format("limits.completion_slots {} but the ring has {} result slots", limits.completion_slots,
+                            ring.result_slots));
+  if (options.chunk_bytes == 0 || options.poll_batch == 0)
+    throw error(errc::invalid_argument, call, "chunk_bytes and poll_batch must be positive");
+  net_.on_message(kProxyRequestHandler, &on_request_message, this);
+  net_.on_message(kProxyReplyHandler, &on_reply_message, this);
+}
+
+void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
+  unsigned idle = 0;
+  while (!stop_requested.load(std::memory_order_acquire)) {
+    bool busy = false;
+    try {
+      now_ = proxy_clock::now();
+      busy |= consume();
+      busy |= pump();
+      busy |= net_.progress();
+      probe();
+      busy |= settle();
+    } catch (const error& e) {
+      // A throwing network or memory leaves the engine's state unknown: record it and end the thread.
+      fail(e.category(), -1, std::nullopt, e.what());
+      return;
+    } catch (const std::exception& e) {
+      fail(errc::internal, -1, std::nullopt, e.what());
+      return;
+    }
+    if (busy) {
+      idle = 0;
+    } else if (++idle > kIdleSpins + kIdleYields) {
+      std::this_thread::sleep_for(kIdleSleep);
+    } else if (idle > kIdleSpins) {
+      std::this_thread::yield();
+    }
+  }
+}
+
+void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t> request, const std::string& detail) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (!failure_) {
+      std::string what = detail;
+      if (request) what += fmt::format(" (request {})", *request);
+      failure_.emplace(category, fmt::format("proxy engine of PE {}", pe_), what);
+    }
+  }
+  if (pe >= 0 && static_cast<std::size_t>(pe) < peers_.size() && category == errc::peer_failure) {
+    peers_[pe].dead = true;
+    peers_[pe].queue.clear();
+  }
+  failed_.store(true, std::memory_order_release);
+  consumer_.stop();  // producers waiting on the ring return consumer_stopped and then call check()
+}
+
+void proxy_engine_core::check() const {
+  std::lock_guard lock(failure_mutex_);
+  if (failure_) throw *failure_;
+}
+
+proxy_engine_counters proxy_engine_core::counters() const noexcept {
+  return {n_requests_.load(std::memory_order_relaxed), n_sent_.load(std::memory_order_relaxed),
+          n_chunks_.load(std::memory_order_relaxed), n_served_.load(std::memory_order_relaxed),
+          n_pings_.load(std::memory_order_relaxed)};
+}
+
+void proxy_engine_core::detach() {
+  link_->core = nullptr;
+  // Messages that still arrive (while the network is shut down) have no engine to go to.
+  auto drop = [](void*, const network_message&) {};
+  net_.on_message(kProxyRequestHandler, drop, nullptr);
+  net_.on_message(kProxyReplyHandler, drop, nullptr);
+}
+
+// ---- the ring ----
+
+bool proxy_engine_core::consume() {
+  bool any = false;
+  for (std::uint32_t i = 0; i < options_.poll_batch && !failed(); ++i) {
+    const std::optional<proxy_descriptor> d = consumer_.poll();
+    if (!d) break;
+    any = true;
+    count(n_requests_);
+    const proxy_decoded decoded = decode(*d, limits_);
+    if (decoded.status != proxy_status::ok) {
+      // A bug or corruption on this PE's side of the ring: nothing after it can be trusted.
+      fail(errc::internal, -1, d->words[proxy_descriptor::kSequenceWord],
+           fmt::format("a ring descriptor does not decode: {}", to_string(decoded.status)));
+      break;
+    }
+    dispatch(decoded.request);
+  }
+  return any;
+}
+
+// Per-pair FIFO order is the whole ordering story: each peer's send items are queued in ticket order and
+// sent in that order, the network delivers one PE's messages to another in order, and the target applies
+// them in arrival order through one local_memory stream. So a fence needs no action (everything after it
+// to the same peer is already applied after everything before it), and a put_signal's signal, queued
+// behind its data, is applied after the data.
+void proxy_engine_core::dispatch(const proxy_request& r) {
+  const std::uint64_t seq = r.sequence;
+  if (r.op == proxy_op::fence) {
+    finished_.push_back(seq);
+    return;
+  }
+  if (r.op == proxy_op::quiet) {
+    // Completes once every earlier request has (settle()). A request completes only when its target has
+    // replied, and a target replies only after applying and flushing, so then every earlier request is
+    // remotely complete. The ring's watermark cannot pass an incomplete request either, so a producer's
+    // proxy_wait_complete_before(q + 1) is exact on its own; completing q late also makes
+    // proxy_wait_complete(q) mean the same. Per-peer quiets wait for all peers: stronger, never wrong.
+    quiets_.push_back(seq);
+    return;
+  }
+  proxy_pending& p = requests_[seq & (requests_.size() - 1)];
+  if (p.active) {
+    fail(errc::internal, -1, seq, "two outstanding requests share a window slot");
+    return;
+  }
+  const bool data = r.op == proxy_op::put || r.op == proxy_op::get || r.op == proxy_op::put_signal;
+  const bool signal = r.op == proxy_op::put_signal || r.op == proxy_op::signal;
+  p = proxy_pending{.active = true, .request = r};
+  p.replies_expected = (data ? chunks(r.size, options_.chunk_bytes) : 0) + (signal || r.op == proxy_op::atomic);
+  if (p.replies_expected == 0) {  // an empty put or get: nothing to do
+    finish(seq);
+    return;
+  }
+  proxy_peer& peer = peers_[r.pe];
+  if (peer.queue.empty()) ready_.push_back(r.pe);
+  if (data && r.size != 0)
+    peer.queue.push_back({seq, r.op == proxy_op::get ? proxy_wire_kind::get_request : proxy_wire_kind::put_data, 0,
+                          r.size});
+  if (signal) peer.queue.push_back({seq, proxy_wire_kind::signal});
+  if (r.op == proxy_op::atomic) peer.queue.push_back({seq, proxy_wire_kind::atomic});
+}
+
+// ---- sending ----
+
+proxy_outgoing* proxy_engine_core::stage(int pe, std::uint8_t handler, const proxy_wire_header& h,
+                                         std::size_t payload_bytes) {
+  auto out = std::make_unique<proxy_outgoing>();
+  out->link = link_;
+  out->pe = pe;
+  out->handler = handler;
+  out->header = h;
+  if (payload_bytes != 0) out->payload.reset(new std::byte[payload_bytes]);
+  out->payload_bytes = payload_bytes;
+  staged_.push_back(std::move(out));
+  return staged_.back().get();
+}
+
+bool proxy_engine_core::pump() {
+  bool any = false;
+  for (std::size_t i = 0; i < ready_.size();) {
+    const int pe = ready_[i];
+    proxy_peer& peer = peers_[pe];
+    while (!peer.queue.empty()) {
+      proxy_send_item& item = peer.queue.front();
+      const proxy_request& r = requests_[item.sequence & (requests_.size() - 1)].request;
+      proxy_wire_header h{.kind = item.kind, .request = item.sequence};
+      std::uint64_t n = 0;
+      if (item.kind == proxy_wire_kind::put_data || item.kind == proxy_wire_kind::get_request) {
+        n = std::min(options_.chunk_bytes, item.end - item.next);
+        if (peer.window_bytes != 0 && peer.window_bytes + n > options_.peer_window_bytes) break;
+        h.chunk_offset = item.next;
+        h.offset = r.remote_offset + item.next;
+        h.bytes = n;
+      } else if (item.kind == proxy_wire_kind::signal) {
+        h.chunk_offset = r.size;  // after the data, for a put_signal
+        h.signal_op = r.signal_op;
+        h.signal_offset = r.signal_offset;
+        h.value = r.value;
+      } else {
+        h.atomic_op = r.atomic_op;
+        h.atomic_type = r.atomic_type;
+        h.offset = r.remote_offset;
+        h.value = r.value;
+        h.compare = r.compare;
+      }
+      const bool put = item.kind == proxy_wire_kind::put_data;
+      proxy_outgoing* out = stage(pe, kProxyRequestHandler, h, put ? n : 0);
+      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address}, out->payload.get(), n);
+      if (n != 0) count(n_chunks_);
+      peer.window_bytes += n;
+      if (peer.awaiting++ == 0) peer.last_heard = now_;
+      ++awaiting_;
+      any = true;
+      item.next += n;
+      if (item.next >= item.end) peer.queue.pop_front();
+    }
+    if (peer.queue.empty()) {
+      ready_[i] = ready_.back();
+      ready_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return any;
+}
+
+void proxy_engine_core::finish(std::uint64_t sequence) { finished_.push_back(sequence); }
+
+bool proxy_engine_core::settle() {
+  const bool any = !staged_.empty() || !finished_.empty();
+  // One flush for the whole batch: put data staged by read(), get data and atomics applied by peers'
+  // requests and get data written for our own gets are all complete after it (local_memory's contract).
+  if (any) memory_.flush();
+  for (std::unique_ptr<proxy_outgoing>& out : staged_) {
+    if (peers_[out->pe].dead) continue;
+    const std::span<const std::byte> payload(out->payload.get(), out->payload_bytes);
+    proxy_outgoing* raw = out.release();
+    count(n_sent_);
+    // The network owns the message until on_sent, which deletes it.
+    net_.send(raw->pe, raw->handler, proxy_wire_bytes(raw->header), payload, network_done{&on_sent, raw});
+  }
+  staged_.clear();
+  for (const std::uint64_t seq : finished_) {
+    proxy_pending& p = requests_[seq & (requests_.size() - 1)];
+    proxy_status s;
+    if (p.active && p.request.sequence == seq && p.request.op == proxy_op::atomic &&
+        proxy_atomic_fetches(p.request.atomic_op)) {
+      s = consumer_.complete(seq, p.request.completion, p.old_value);
+    } else {
+      s = consumer_.complete(seq);
+    }
+    if (p.active && p.request.sequence == seq) p.active = false;
+    if (s != proxy_status::ok) fail(errc::internal, -1, seq, fmt::format("ring completion: {}", to_string(s)));
+  }
+  finished_.clear();
+  bool quiets = false;
+  while (!quiets_.empty() && consumer_.completed() == quiets_.front()) {
+    const proxy_status s = consumer_.complete(quiets_.front());
+    if (s != proxy_status::ok)
+      fail(errc::internal, -1, quiets_.front(), fmt::format("ring completion: {}", to_string(s)));
+    quiets_.pop_front();
+    quiets = true;
+  }
+  return any || quiets;
+}
+
+// A peer that replies is alive; one that has owed us replies for a while gets a ping, so that if it died
+// the network fails the ping (peer_failed) and the engine reports it instead of waiting forever.
+void proxy_engine_core::probe() {
+  if (awaiting_ == 0 || now_ < next_probe_) return;
+  next_probe_ = now_ + options_.probe_interval / 2;
+  for (std::size_t pe = 0; pe < peers_.size(); ++pe) {
+    proxy_peer& peer = peers_[pe];
+    if (peer.awaiting == 0 || peer.dead || now_ - peer.last_heard < options_.probe_interval) continue;
+    peer.last_heard = now_;
+    stage(static_cast<int>(pe), kProxyRequestHandler, proxy_wire_header{.kind = proxy_wire_kind::ping}, 0);
+    count(n_pings_);
+  }
+}
+
+// ---- proxy_engine ----
+
+proxy_engine::proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory,
+                           const proxy_limits& limits, const proxy_engine_options& options)
+    : core_(std::make_unique<proxy_engine_core>(ring, net, memory, limits, options)) {}
+
+proxy_engine::~proxy_engine() {
+  halt();
+  core_->detach();
+}
+
+void proxy_engine::start() {
+  if (started_) throw error(errc::invalid_argument, "proxy_engine::start", "already started");
+  started_ = true;
+  thread_ = std::thread([this] { core_->run(stop_requested_); });
+}
+
+void proxy_engine::halt() noexcept {
+  stop_requested_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  core_->stop_ring();  // the thread is gone: the ring's consumer is ours now
+}
+
+void proxy_engine::stop() {
+  halt();
+  check();
+}
+
+void proxy_engine::check() const { core_->check(); }
+bool proxy_engine::failed() const noexcept { return core_->failed(); }
+proxy_engine_counters proxy_engine::counters() const noexcept { return core_->counters(); }
+
+}  // namespace shoal::detail

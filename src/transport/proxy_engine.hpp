@@ -1,0 +1,84 @@
+// The proxy engine: the host thread of a PE that drains the PE's proxy ring and carries out each request
+// over the network (protocol v1: messages only, so it works for any memory the PE's local_memory reaches,
+// GPU memory included). Peers' requests for this PE's memory are served by the same thread. Make one per
+// PE after the ring and the network exist and before the collective that lets peers send; start() it,
+// and stop() it after the job's last quiet and barrier. docs/proxy-design.md ("The proxy engine").
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "shoal/error.hpp"
+#include "transport/local_memory.hpp"
+#include "transport/network.hpp"
+#include "transport/proxy_ring.hpp"
+
+namespace shoal::detail {
+
+// Puts and gets travel in chunks of this many bytes at most: a chunk is one message and one staging
+// buffer, so this bounds the memory a request pins at either end and lets chunks of one request overlap.
+inline constexpr std::uint64_t kProxyChunkBytes = std::uint64_t{1} << 20;
+// Data bytes in flight from one PE to one peer: put chunks sent but not acknowledged plus get chunks asked
+// for but not received. Four chunks keep a link busy while bounding the target's staging memory.
+inline constexpr std::uint64_t kProxyPeerWindowBytes = 4 * kProxyChunkBytes;
+
+struct proxy_engine_options {
+  std::uint64_t chunk_bytes = kProxyChunkBytes;             // > 0; tests use small chunks to make many
+  std::uint64_t peer_window_bytes = kProxyPeerWindowBytes;  // one chunk is always allowed
+  std::uint32_t poll_batch = 64;                            // descriptors taken from the ring per pass
+  // While replies from a peer are awaited and nothing arrived from it for this long, the engine sends it a
+  // ping: a dead peer then fails that send (network_status::peer_failed) instead of leaving a silent hang.
+  std::chrono::milliseconds probe_interval{100};
+};
+
+// Counters for tests and diagnostics (read while running: each is exact, the set is not a snapshot).
+struct proxy_engine_counters {
+  std::uint64_t requests = 0;        // ring requests consumed
+  std::uint64_t messages_sent = 0;   // request and reply messages, pings included
+  std::uint64_t data_chunks = 0;     // put_data and get_request messages sent by this PE as initiator
+  std::uint64_t served = 0;          // request messages from peers (and itself) applied to this PE's memory
+  std::uint64_t pings = 0;
+};
+
+class proxy_engine_core;
+
+class proxy_engine {
+ public:
+  // `ring`: this PE's ring, initialized, with no other consumer. `net`: this PE's network, used only by the
+  // engine's thread from start() on (its handlers kProxyRequestHandler and kProxyReplyHandler are installed
+  // here). `memory`: this PE's heap and local buffers. `limits`: the job's (n_pes must match the network,
+  // heap_bytes the memory, completion_slots the ring's result slots). All must outlive the engine.
+  // Throws shoal::error(invalid_argument) when they do not match.
+  proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory, const proxy_limits& limits,
+               const proxy_engine_options& options = {});
+  ~proxy_engine();  // stop() without throwing
+  proxy_engine(const proxy_engine&) = delete;
+  proxy_engine& operator=(const proxy_engine&) = delete;
+
+  // Starts the proxy thread. Once only.
+  void start();
+  // Stops the thread and the ring (producers waiting on it return consumer_stopped), then check()s.
+  // Bounded: it waits for nothing on the network. Requests still in flight are abandoned, and this PE
+  // stops serving its peers, so call it after the job's last quiet and barrier. Idempotent.
+  void stop();
+  // Throws the first failure as shoal::error: peer_failure when a peer failed (its PE and the request are
+  // named), internal when a descriptor or a message did not decode or the engine broke an invariant. A
+  // failure also stops the ring, so blocked producers return consumer_stopped and then call this.
+  void check() const;
+  bool failed() const noexcept;
+  proxy_engine_counters counters() const noexcept;
+
+ private:
+  void halt() noexcept;  // stop() without check()
+
+  std::unique_ptr<proxy_engine_core> core_;
+  std::atomic<bool> stop_requested_{false};
+  bool started_ = false;
+  std::thread thread_;
+};
+
+}  // namespace shoal::detail

@@ -1,0 +1,124 @@
+// Inside the proxy engine (proxy_engine.hpp is the interface): the state of the proxy thread, shared by
+// proxy_engine.cpp (the loop, the initiator side) and proxy_engine_serve.cpp (messages from peers).
+// Everything here is touched by the proxy thread only, except the failure record and the counters.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "transport/proxy_engine.hpp"
+#include "transport/proxy_wire.hpp"
+
+namespace shoal::detail {
+
+using proxy_clock = std::chrono::steady_clock;
+
+// What a message in flight needs after it was handed to the network: its header, its staged payload and
+// a way back to the engine. The network's completion owns and deletes it. `engine` is shared with every
+// message in flight and cleared when the engine is destroyed, so a completion that runs later (from a
+// network being shut down) only frees the message.
+struct proxy_engine_link {
+  proxy_engine_core* core = nullptr;
+};
+struct proxy_outgoing {
+  std::shared_ptr<proxy_engine_link> link;
+  int pe = -1;
+  std::uint8_t handler = kProxyRequestHandler;
+  proxy_wire_header header{};
+  std::unique_ptr<std::byte[]> payload;  // header.bytes bytes for put_data and get_data, else none
+  std::size_t payload_bytes = 0;
+};
+
+// A request consumed from the ring and not yet complete, in requests_[sequence & (window - 1)]: the ring
+// never has more than `window` of them, so the index is unique.
+struct proxy_pending {
+  bool active = false;
+  proxy_request request{};
+  std::uint64_t replies_expected = 0;
+  std::uint64_t replies = 0;
+  std::uint64_t old_value = 0;  // fetching atomics
+};
+
+// Part of a request still to be sent to its target: a data range [next, end) cut into chunks as the
+// window allows, or one signal or atomic message.
+struct proxy_send_item {
+  std::uint64_t sequence = 0;
+  proxy_wire_kind kind = proxy_wire_kind::put_data;
+  std::uint64_t next = 0;
+  std::uint64_t end = 0;
+};
+
+struct proxy_peer {
+  std::deque<proxy_send_item> queue;  // in ticket order: the order the target applies them in
+  std::uint64_t window_bytes = 0;     // data in flight (see kProxyPeerWindowBytes)
+  std::uint64_t awaiting = 0;         // replies outstanding from this peer
+  proxy_clock::time_point last_heard{};
+  bool dead = false;
+};
+
+class proxy_engine_core {
+ public:
+  proxy_engine_core(const proxy_ring_view& ring, network& net, local_memory& memory, const proxy_limits& limits,
+                    const proxy_engine_options& options);
+
+  void run(const std::atomic<bool>& stop_requested);  // the proxy thread's body; never throws
+  void stop_ring() { consumer_.stop(); }
+  void detach();  // the engine is going away: completions and messages from now on are dropped
+
+  // First failure wins. `pe` is the peer involved (or -1), `request` the ticket (if any).
+  void fail(errc category, int pe, std::optional<std::uint64_t> request, const std::string& detail);
+  void check() const;
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  proxy_engine_counters counters() const noexcept;
+
+  // Network callbacks (proxy thread, from network::progress()).
+  static void on_request_message(void* ctx, const network_message& m);
+  static void on_reply_message(void* ctx, const network_message& m);
+  static void on_sent(void* ctx, network_status status, std::uint64_t value);
+
+ private:
+  bool consume();                      // ring -> pending requests and send items
+  void dispatch(const proxy_request& r);
+  bool pump();                         // send items -> staged outgoing messages, as windows allow
+  bool settle();                       // flush local memory, send what is staged, complete what is done
+  void probe();
+  void serve(const network_message& m, const proxy_wire_header& h);  // a peer's request
+  void reply(const network_message& m, const proxy_wire_header& h);  // a reply to one of ours
+  void bad_message(int from, const char* what);
+  proxy_outgoing* stage(int pe, std::uint8_t handler, const proxy_wire_header& h, std::size_t payload_bytes);
+  void finish(std::uint64_t sequence);  // all replies in: complete after the next flush
+  void count(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+  proxy_ring_consumer consumer_;
+  network& net_;
+  local_memory& memory_;
+  proxy_limits limits_;
+  proxy_engine_options options_;
+  int pe_;
+  std::shared_ptr<proxy_engine_link> link_;
+
+  std::vector<proxy_pending> requests_;
+  std::vector<proxy_peer> peers_;
+  std::vector<int> ready_;                               // peers with queued send items
+  std::vector<std::unique_ptr<proxy_outgoing>> staged_;  // sent in this order after the next flush
+  std::vector<std::uint64_t> finished_;                  // completed in the ring after the next flush
+  std::deque<std::uint64_t> quiets_;                     // quiet tickets, completed once all before them are
+  std::uint64_t awaiting_ = 0;                           // sum of peers_[*].awaiting
+  proxy_clock::time_point now_{};                        // read once per pass of the loop
+  proxy_clock::time_point next_probe_{};
+
+  mutable std::mutex failure_mutex_;
+  std::atomic<bool> failed_{false};
+  std::optional<error> failure_;
+
+  std::atomic<std::uint64_t> n_requests_{0}, n_sent_{0}, n_chunks_{0}, n_served_{0}, n_pings_{0};
+};
+
+}  // namespace shoal::detail
