@@ -1,0 +1,508 @@
+// The proxy engine over the loopback network, N = 2 and 4 PEs in one process: producer threads on every PE
+// post random mixes of put, get, put_signal, signal and atomics to random peers (themselves included) and
+// quiet; every byte of every target and every atomic result is checked against a model. Plus transfers
+// of many chunks at odd sizes and offsets, and put_signal's order seen from a thread polling the signal.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "test_proxy_engine_job.hpp"
+
+namespace shoal::detail::engine_test {
+namespace {
+
+// ---- the random mix ----
+
+// Heap of every PE: two shared counters, then one slice per producer of the job (only that producer
+// writes it, on every PE, so its model is exact), then each local producer's arenas for put sources and
+// get destinations.
+constexpr int kProducers = 2;  // per PE
+constexpr std::uint64_t kCounter32 = 0;
+constexpr std::uint64_t kCounter64 = 8;
+constexpr std::uint64_t kCounter64Start = (std::uint64_t{1} << 40) - 3;
+constexpr std::uint64_t kSlicesBase = 64;
+constexpr std::uint64_t kSliceData = 20000;
+constexpr std::uint64_t kSignals = kSliceData;  // 4 signal words
+constexpr std::uint64_t kAtomics = kSliceData + 32;
+constexpr std::uint64_t kSliceBytes = kSliceData + 64;
+constexpr std::uint64_t kArenaBytes = 48 * 1024;
+
+std::uint64_t atomic_offset(proxy_atomic_type t) {
+  switch (t) {
+    case proxy_atomic_type::int32:
+      return kAtomics;
+    case proxy_atomic_type::float32:
+      return kAtomics + 4;
+    case proxy_atomic_type::int64:
+      return kAtomics + 8;
+    case proxy_atomic_type::float64:
+      return kAtomics + 16;
+  }
+  return kAtomics;
+}
+
+struct mix_layout {
+  int n_pes;
+  std::uint64_t slice(int pe, int producer) const {
+    return kSlicesBase + std::uint64_t(pe * kProducers + producer) * kSliceBytes;
+  }
+  std::uint64_t arenas() const { return kSlicesBase + std::uint64_t(n_pes * kProducers) * kSliceBytes; }
+  std::uint64_t source_arena(int producer) const { return arenas() + std::uint64_t(producer) * 2 * kArenaBytes; }
+  std::uint64_t get_arena(int producer) const { return source_arena(producer) + kArenaBytes; }
+  std::uint64_t heap_bytes() const { return arenas() + kProducers * 2 * kArenaBytes; }
+};
+
+// The model of one atomic: independent of host_atomic_apply on purpose. Returns the old value.
+std::uint64_t model_atomic(std::byte* word, proxy_atomic_op op, unsigned width, std::uint64_t value,
+                           std::uint64_t compare) {
+  std::uint64_t old = 0;
+  std::memcpy(&old, word, width);
+  const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
+  std::uint64_t next = old;
+  switch (op) {
+    case proxy_atomic_op::fetch:
+      break;
+    case proxy_atomic_op::set:
+    case proxy_atomic_op::swap:
+      next = value;
+      break;
+    case proxy_atomic_op::compare_swap:
+      if (old == compare) next = value;
+      break;
+    case proxy_atomic_op::fetch_add:
+    case proxy_atomic_op::add:
+      next = (old + value) & mask;
+      break;
+    case proxy_atomic_op::fetch_and:
+    case proxy_atomic_op::bit_and:
+      next = old & value;
+      break;
+    case proxy_atomic_op::fetch_or:
+    case proxy_atomic_op::bit_or:
+      next = old | value;
+      break;
+    case proxy_atomic_op::fetch_xor:
+    case proxy_atomic_op::bit_xor:
+      next = old ^ value;
+      break;
+  }
+  std::memcpy(word, &next, width);
+  return old;
+}
+
+struct counter_results {
+  std::mutex mutex;
+  std::map<int, std::vector<std::uint64_t>> by_target32, by_target64;
+};
+
+// One producer thread: `rounds` rounds of up to `ops` random requests and a quiet, each round checked.
+class mix_producer {
+ public:
+  mix_producer(engine_job& job, int pe, int producer, std::uint64_t seed, counter_results& counters)
+      : job_(job), me_(job[pe]), pe_(pe), producer_(producer), layout_{job.n_pes()}, rng_(seed),
+        counters_(counters), source_vec_(kArenaBytes), get_vec_(kArenaBytes) {
+    // My slice on every target starts as whatever random bytes it holds.
+    for (int t = 0; t < job.n_pes(); ++t) {
+      const std::byte* s = job[t].base() + my_slice();
+      model_.emplace_back(s, s + kSliceBytes);
+    }
+  }
+
+  void run(int rounds, int ops) {
+    for (int r = 0; r < rounds && !::testing::Test::HasFatalFailure(); ++r) round(ops);
+  }
+
+ private:
+  struct pending_get {
+    const std::byte* destination;
+    std::vector<std::byte> expected;
+    std::string what;
+  };
+
+  std::uint64_t my_slice() const { return layout_.slice(pe_, producer_); }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+  std::uint64_t length() {
+    const std::uint64_t pick = below(100);
+    if (pick < 55) return below(65);
+    if (pick < 85) return 65 + below(4000);
+    return 4001 + below(kSliceData - 4000);
+  }
+
+  // A local buffer of n bytes from this round's arenas, in the heap or (local_is_address) in a vector.
+  bool take(bool source, std::uint64_t n, proxy_request& r, std::byte*& where) {
+    const bool address = rng_() % 2 == 0;
+    std::uint64_t& used = source ? (address ? used_source_vec_ : used_source_heap_) : (address ? used_get_vec_ : used_get_heap_);
+    if (used + n > kArenaBytes) return false;
+    r.local_is_address = address;
+    if (address) {
+      where = (source ? source_vec_ : get_vec_).data() + used;
+      r.local = reinterpret_cast<std::uintptr_t>(where);
+    } else {
+      r.local = (source ? layout_.source_arena(producer_) : layout_.get_arena(producer_)) + used;
+      where = me_.base() + r.local;
+    }
+    used += n;
+    return true;
+  }
+
+  void post(const proxy_request& r) {
+    const proxy_host_result res = proxy_host_post(me_.ring, r, kPatience);
+    ASSERT_EQ(res.status, proxy_status::ok) << to_string(res.status);
+  }
+  std::uint64_t call(const proxy_request& r) {
+    const proxy_host_result res = proxy_host_call(me_.ring, r, kPatience);
+    EXPECT_EQ(res.status, proxy_status::ok) << to_string(res.status);
+    return res.value;
+  }
+
+  bool put(int target, bool with_signal) {
+    const std::uint64_t n = length();
+    const std::uint64_t at = below(kSliceData - n + 1);
+    proxy_request r{.op = with_signal ? proxy_op::put_signal : proxy_op::put, .pe = target,
+                    .remote_offset = my_slice() + at, .size = n};
+    std::byte* src = nullptr;
+    if (!take(true, n, r, src)) return false;
+    const auto data = random_bytes(rng_, n);
+    std::copy(data.begin(), data.end(), src);
+    std::copy(data.begin(), data.end(), model_[target].begin() + at);
+    if (with_signal) add_signal(r, target);
+    post(r);
+    return true;
+  }
+
+  void add_signal(proxy_request& r, int target) {
+    const std::uint64_t word = kSignals + 8 * below(4);
+    r.signal_op = rng_() % 2 ? proxy_signal_op::add : proxy_signal_op::set;
+    r.signal_offset = my_slice() + word;
+    r.value = rng_();
+    std::uint64_t v;
+    std::memcpy(&v, model_[target].data() + word, 8);
+    v = r.signal_op == proxy_signal_op::add ? v + r.value : r.value;
+    std::memcpy(model_[target].data() + word, &v, 8);
+  }
+
+  bool get(int target) {
+    const std::uint64_t n = length();
+    const std::uint64_t at = below(kSliceData - n + 1);
+    proxy_request r{.op = proxy_op::get, .pe = target, .remote_offset = my_slice() + at, .size = n};
+    std::byte* dst = nullptr;
+    if (!take(false, n, r, dst)) return false;
+    // Requests to one target are applied in ticket order, so the get sees every earlier put of mine.
+    gets_.push_back({dst, {model_[target].begin() + at, model_[target].begin() + at + n},
+                     fmt::format("get of {} bytes at {} from PE {}", n, at, target)});
+    post(r);
+    return true;
+  }
+
+  void atomic(int target) {
+    static constexpr proxy_atomic_type kTypes[] = {proxy_atomic_type::int32, proxy_atomic_type::int64,
+                                                   proxy_atomic_type::float32, proxy_atomic_type::float64};
+    const proxy_atomic_type type = kTypes[below(4)];
+    const proxy_atomic_op op = proxy_atomic_is_float(type) ? proxy_atomic_op(below(3))  // fetch, set, swap
+                                                           : proxy_atomic_op(below(kProxyAtomicOpCount));
+    const unsigned width = proxy_atomic_width(type);
+    const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
+    std::byte* word = model_[target].data() + atomic_offset(type);
+    std::uint64_t current = 0;
+    std::memcpy(&current, word, width);
+    proxy_request r{.op = proxy_op::atomic, .atomic_op = op, .atomic_type = type, .pe = target,
+                    .remote_offset = my_slice() + atomic_offset(type)};
+    if (proxy_atomic_has_operand(op)) r.value = rng_() & mask;
+    if (op == proxy_atomic_op::compare_swap) r.compare = rng_() % 2 ? current : rng_() & mask;
+    const std::uint64_t expected = model_atomic(word, op, width, r.value, r.compare);
+    if (proxy_atomic_fetches(op)) {
+      r.completion = static_cast<std::uint32_t>(producer_);  // my result slot
+      EXPECT_EQ(call(r), expected) << "atomic op " << int(op) << " type " << int(type) << " on PE " << target;
+    } else {
+      post(r);
+    }
+  }
+
+  void count(int target) {
+    const bool wide = rng_() % 2;
+    proxy_request r{.op = proxy_op::atomic, .atomic_op = proxy_atomic_op::fetch_add,
+                    .atomic_type = wide ? proxy_atomic_type::int64 : proxy_atomic_type::int32, .pe = target,
+                    .completion = static_cast<std::uint32_t>(producer_), .remote_offset = wide ? kCounter64 : kCounter32,
+                    .value = 1};
+    const std::uint64_t old = call(r);
+    std::lock_guard lock(counters_.mutex);
+    (wide ? counters_.by_target64 : counters_.by_target32)[target].push_back(old);
+  }
+
+  void round(int ops) {
+    used_source_heap_ = used_source_vec_ = used_get_heap_ = used_get_vec_ = 0;
+    gets_.clear();
+    for (int i = 0; i < ops; ++i) {
+      const int target = static_cast<int>(below(job_.n_pes()));
+      const std::uint64_t pick = below(100);
+      bool room = true;
+      if (pick < 30) {
+        room = put(target, false);
+      } else if (pick < 50) {
+        room = get(target);
+      } else if (pick < 60) {
+        room = put(target, true);
+      } else if (pick < 70) {
+        proxy_request r{.op = proxy_op::signal, .pe = target};
+        add_signal(r, target);
+        post(r);
+      } else if (pick < 90) {
+        atomic(target);
+      } else if (pick < 95) {
+        count(target);
+      } else {
+        post(proxy_request{.op = proxy_op::fence, .pe = rng_() % 2 ? kProxyAllPes : target});
+      }
+      if (!room || ::testing::Test::HasFatalFailure()) break;
+    }
+    ASSERT_EQ(proxy_host_quiet(me_.ring, kPatience), proxy_status::ok);
+    // After the quiet, everything is in place: my slices on every PE and my gets' destinations.
+    for (const pending_get& g : gets_)
+      ASSERT_EQ(0, std::memcmp(g.destination, g.expected.data(), g.expected.size())) << g.what;
+    for (int t = 0; t < job_.n_pes(); ++t)
+      for (std::uint64_t b = 0; b < kSliceBytes; ++b)
+        ASSERT_EQ(job_[t].base()[my_slice() + b], model_[t][b])
+            << "PE " << pe_ << " producer " << producer_ << ": byte " << b << " of its slice on PE " << t;
+  }
+
+  engine_job& job_;
+  job_pe& me_;
+  int pe_;
+  int producer_;
+  mix_layout layout_;
+  std::mt19937_64 rng_;
+  counter_results& counters_;
+  std::vector<std::vector<std::byte>> model_;  // my slice on each target
+  std::vector<std::byte> source_vec_, get_vec_;
+  std::uint64_t used_source_heap_ = 0, used_source_vec_ = 0, used_get_heap_ = 0, used_get_vec_ = 0;
+  std::vector<pending_get> gets_;
+};
+
+struct mix_case {
+  int n_pes;
+  bool reorder;
+  std::uint64_t first_sequence;
+};
+
+class ProxyEngineMix : public ::testing::TestWithParam<mix_case> {};
+
+TEST_P(ProxyEngineMix, RandomRequestsMatchTheModel) {
+  const mix_case c = GetParam();
+  const mix_layout layout{c.n_pes};
+  job_options o{.n_pes = c.n_pes,
+                .heap_bytes = layout.heap_bytes(),
+                .first_sequence = c.first_sequence,
+                .network = {.reorder_completions = c.reorder, .seed = 7},
+                .engine = {.chunk_bytes = 3000, .peer_window_bytes = 7000},
+                .seed = 11u + unsigned(c.n_pes)};
+  engine_job job(o);
+  for (int p = 0; p < c.n_pes; ++p) {
+    std::memset(job[p].base() + kCounter32, 0, 4);
+    std::memcpy(job[p].base() + kCounter64, &kCounter64Start, 8);
+  }
+  job.start();
+  counter_results counters;
+  std::vector<std::unique_ptr<mix_producer>> producers;
+  for (int p = 0; p < c.n_pes; ++p)
+    for (int t = 0; t < kProducers; ++t)
+      producers.push_back(std::make_unique<mix_producer>(job, p, t, 1000u * p + t + 1, counters));
+  std::vector<std::thread> threads;
+  const int rounds = c.n_pes == 2 ? 30 : 15;
+  for (auto& pr : producers) threads.emplace_back([&pr, rounds] { pr->run(rounds, 16); });
+  for (auto& t : threads) t.join();
+  job.stop_all();
+
+  // Every fetch_add on a counter returned a distinct old value: together exactly start .. start + n - 1.
+  for (int t = 0; t < c.n_pes; ++t) {
+    for (const bool wide : {false, true}) {
+      std::vector<std::uint64_t> got = (wide ? counters.by_target64 : counters.by_target32)[t];
+      std::sort(got.begin(), got.end());
+      const std::uint64_t start = wide ? kCounter64Start : 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], start + i) << (wide ? "64" : "32") << "-bit counter of PE " << t;
+      const std::uint64_t final_value = wide ? job[t].load<std::uint64_t>(kCounter64) : job[t].load<std::uint32_t>(kCounter32);
+      EXPECT_EQ(final_value, start + got.size()) << "PE " << t;
+    }
+  }
+  std::uint64_t requests = 0;
+  for (int p = 0; p < c.n_pes; ++p) requests += job[p].engine->counters().requests;
+  EXPECT_GT(requests, std::uint64_t(c.n_pes) * kProducers * rounds);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pes, ProxyEngineMix,
+                         ::testing::Values(mix_case{2, false, 0}, mix_case{2, true, ~std::uint64_t{0} - 300},
+                                           mix_case{4, false, 5}, mix_case{4, true, 0}),
+                         [](const auto& info) {
+                           return fmt::format("np{}{}{}", info.param.n_pes, info.param.reorder ? "_reordered" : "",
+                                              info.param.first_sequence > (std::uint64_t{1} << 63) ? "_wrap" : "");
+                         });
+
+// ---- large transfers ----
+
+// Default 1 MiB chunks: puts and gets of several MiB at odd sizes and offsets, heap and address buffers,
+// between two PEs and to the PE itself. The chunk count is part of the check.
+TEST(ProxyEngine, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
+  constexpr std::uint64_t kHeap = 24ull << 20;
+  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .seed = 5});
+  job.start();
+  std::mt19937_64 rng(99);
+  struct transfer {
+    int target;
+    std::uint64_t remote, local, size;
+    bool address;
+  };
+  const transfer cases[] = {{1, 7, (12ull << 20) + 1, (5ull << 20) + 13, false},
+                            {1, (3ull << 20) + 5, 0, 3 * kProxyChunkBytes, true},
+                            {0, 1, (18ull << 20) + 3, (4ull << 20) - 1, false},
+                            {1, (9ull << 20) + 11, 0, kProxyChunkBytes + 1, true}};
+  for (const transfer& c : cases) {
+    SCOPED_TRACE(fmt::format("{} bytes to PE {} at {}", c.size, c.target, c.remote));
+    std::vector<std::byte> source = random_bytes(rng, c.size);
+    std::vector<std::byte> back(c.size);
+    const std::uint64_t chunks_before = job[0].engine->counters().data_chunks;
+    proxy_request put{.op = proxy_op::put, .local_is_address = c.address, .pe = c.target, .remote_offset = c.remote,
+                      .local = c.address ? reinterpret_cast<std::uintptr_t>(source.data()) : c.local, .size = c.size};
+    if (!c.address) std::memcpy(job[0].base() + c.local, source.data(), c.size);
+    ASSERT_EQ(proxy_host_call(job[0].ring, put, kPatience).status, proxy_status::ok);
+    ASSERT_EQ(0, std::memcmp(job[c.target].base() + c.remote, source.data(), c.size));
+    // Get it back, shifted by one byte, into the other kind of buffer.
+    proxy_request get{.op = proxy_op::get, .local_is_address = !c.address, .pe = c.target,
+                      .remote_offset = c.remote + 1, .size = c.size - 1};
+    get.local = !c.address ? reinterpret_cast<std::uintptr_t>(back.data()) : (16ull << 20) + 5;
+    ASSERT_EQ(proxy_host_call(job[0].ring, get, kPatience).status, proxy_status::ok);
+    const std::byte* got = !c.address ? back.data() : job[0].base() + get.local;
+    ASSERT_EQ(0, std::memcmp(got, source.data() + 1, c.size - 1));
+    const std::uint64_t expected_chunks = (c.size + kProxyChunkBytes - 1) / kProxyChunkBytes +
+                                          (c.size - 1 + kProxyChunkBytes - 1) / kProxyChunkBytes;
+    EXPECT_EQ(job[0].engine->counters().data_chunks - chunks_before, expected_chunks);
+  }
+  job.stop_all();
+}
+
+// ---- put_signal order ----
+
+// PE 0 put_signals rounds of data (hundreds of small chunks, several round trips each) to PE 1 and adds 1
+// to a signal word; a thread on PE 1's side polls the word and, each time it moves, checks that the whole
+// of that round's data is already there. The producer starts the next round once the poller has checked.
+TEST(ProxyEngine, PutSignalNeverShowsTheSignalBeforeTheData) {
+  for (const bool reorder : {false, true}) {
+    SCOPED_TRACE(reorder ? "reordered completions" : "in-order completions");
+    constexpr std::uint64_t kSignal = 0;
+    constexpr std::uint64_t kData = 64;
+    constexpr std::uint64_t kMax = 200000;
+    engine_job job({.n_pes = 2, .heap_bytes = 2 * (kData + kMax), .network = {.reorder_completions = reorder},
+                    .engine = {.chunk_bytes = 1024, .peer_window_bytes = 8192}, .seed = 3});
+    std::memset(job[1].base() + kSignal, 0, 8);
+    job.start();
+    constexpr int kRounds = 40;
+    auto round_data = [](int k) {
+      std::mt19937_64 rng(k * 7919u + 1);
+      const std::uint64_t n = kMax / 2 + rng() % (kMax / 2);
+      const std::uint64_t at = rng() % (kMax - n + 1);
+      return std::pair{at, random_bytes(rng, n)};
+    };
+    std::atomic<int> checked{0};
+    std::atomic<bool> failed{false};
+    std::thread poller([&] {
+      const auto until = std::chrono::steady_clock::now() + kPatience;
+      std::atomic_ref<std::uint64_t> signal(*reinterpret_cast<std::uint64_t*>(job[1].base() + kSignal));
+      for (int k = 1; k <= kRounds && !failed; ++k) {
+        std::uint64_t seen;
+        while ((seen = signal.load(std::memory_order_acquire)) < std::uint64_t(k)) {
+          if (std::chrono::steady_clock::now() > until) {
+            ADD_FAILURE() << "signal " << k << " never came";
+            failed = true;
+            return;
+          }
+          std::this_thread::yield();
+        }
+        if (seen != std::uint64_t(k)) {
+          ADD_FAILURE() << "signal " << seen << " while waiting for " << k;
+          failed = true;
+          return;
+        }
+        const auto [at, data] = round_data(k);
+        if (std::memcmp(job[1].base() + kData + at, data.data(), data.size()) != 0) {
+          ADD_FAILURE() << "round " << k << ": signal seen before all of its " << data.size() << " bytes";
+          failed = true;
+          return;
+        }
+        checked.store(k, std::memory_order_release);
+      }
+    });
+    for (int k = 1; k <= kRounds && !failed; ++k) {
+      const auto [at, data] = round_data(k);
+      proxy_request r{.op = proxy_op::put_signal, .signal_op = proxy_signal_op::add, .local_is_address = true,
+                      .pe = 1, .remote_offset = kData + at, .local = reinterpret_cast<std::uintptr_t>(data.data()),
+                      .size = data.size(), .value = 1, .signal_offset = kSignal};
+      ASSERT_EQ(proxy_host_call(job[0].ring, r, kPatience).status, proxy_status::ok);
+      const auto until = std::chrono::steady_clock::now() + kPatience;
+      while (checked.load(std::memory_order_acquire) < k && !failed && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    }
+    poller.join();
+    EXPECT_EQ(checked.load(), kRounds);
+    job.stop_all();
+  }
+}
+
+// ---- quiet ----
+
+// Many non-blocking puts from three threads of PE 0 to PEs 1..3, with completions held back and reordered
+// and small chunks; one quiet; then everything before it is complete and in place. Twice: waiting as the
+// host helper does (every request before the quiet complete, the ring's watermark) and waiting for the
+// quiet request itself, which the engine completes only after everything before it.
+TEST(ProxyEngine, QuietWaitsForEverythingBeforeIt) {
+  for (const bool wait_for_quiet_itself : {false, true}) {
+    SCOPED_TRACE(wait_for_quiet_itself ? "waiting for the quiet request" : "waiting for all before the quiet");
+    engine_job job({.n_pes = 4, .heap_bytes = 1 << 20, .ring = {.capacity = 32, .window = 64, .result_slots = 8},
+                    .network = {.reorder_completions = true, .seed = 3},
+                    .engine = {.chunk_bytes = 512, .peer_window_bytes = 1536}, .seed = 8});
+    job.start();
+    constexpr int kThreads = 3;
+    constexpr int kPuts = 60;
+    constexpr std::uint64_t kBlock = 2000;  // per (thread, put): its own range on the target
+    std::vector<std::vector<std::byte>> sources(kThreads * kPuts);
+    std::vector<std::uint64_t> tickets(kThreads * kPuts);
+    std::mt19937_64 rng(1);
+    for (auto& s : sources) s = random_bytes(rng, 1 + rng() % kBlock);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPuts; ++i) {
+          const int idx = t * kPuts + i;
+          proxy_request r{.op = proxy_op::put, .local_is_address = true, .pe = 1 + idx % 3,
+                          .remote_offset = std::uint64_t(idx) * kBlock,
+                          .local = reinterpret_cast<std::uintptr_t>(sources[idx].data()), .size = sources[idx].size()};
+          const proxy_host_result res = proxy_host_post(job[0].ring, r, kPatience);
+          ASSERT_EQ(res.status, proxy_status::ok);
+          tickets[idx] = res.sequence;
+        }
+      });
+    for (auto& th : threads) th.join();
+    const proxy_request quiet{.op = proxy_op::quiet, .pe = kProxyAllPes};
+    if (wait_for_quiet_itself) {
+      const proxy_host_result q = proxy_host_post(job[0].ring, quiet, kPatience);
+      ASSERT_EQ(q.status, proxy_status::ok);
+      ASSERT_EQ(proxy_wait_complete(job[0].ring, q.sequence, proxy_host_deadline::after(kPatience)), proxy_status::ok);
+    } else {
+      ASSERT_EQ(proxy_host_call(job[0].ring, quiet, kPatience).status, proxy_status::ok);
+    }
+    for (int idx = 0; idx < kThreads * kPuts; ++idx) {
+      EXPECT_TRUE(proxy_is_complete(job[0].ring, tickets[idx]));
+      ASSERT_EQ(0, std::memcmp(job[1 + idx % 3].base() + std::uint64_t(idx) * kBlock, sources[idx].data(),
+                               sources[idx].size()))
+          << "put " << idx;
+    }
+    job.stop_all();
+  }
+}
+
+}  // namespace
+}  // namespace shoal::detail::engine_test

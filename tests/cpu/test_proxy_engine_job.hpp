@@ -1,0 +1,113 @@
+// A job of N PEs in one process for the proxy engine's CPU tests: each PE has a host heap filled with
+// random bytes, its own ring, a loopback network of one shared fabric and (unless told otherwise) an engine.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "transport/local_memory.hpp"
+#include "transport/loopback_network.hpp"
+#include "transport/proxy_engine.hpp"
+#include "transport/proxy_engine_host.hpp"
+#include "transport/proxy_ring.hpp"
+
+namespace shoal::detail::engine_test {
+
+using namespace std::chrono_literals;
+
+// Generous: a wait that reaches it failed the test (it is never a timing assertion on a healthy run).
+inline constexpr auto kPatience = std::chrono::seconds(60);
+
+struct job_options {
+  int n_pes = 2;
+  int engines = -1;  // PEs 0 .. engines - 1 get an engine; -1: all
+  std::uint64_t heap_bytes = 1 << 20;
+  proxy_ring_layout ring{.capacity = 64, .window = 256, .result_slots = 64};
+  std::uint64_t first_sequence = 0;
+  loopback_options network{};
+  proxy_engine_options engine{};
+  std::uint64_t seed = 1;
+};
+
+struct job_pe {
+  std::vector<std::uint64_t> heap;              // 8-byte aligned
+  std::vector<proxy_descriptor> ring_storage;   // 64-byte aligned
+  std::uint64_t head = 0;
+  proxy_ring_view ring{};
+  std::unique_ptr<host_local_memory> memory;
+  std::unique_ptr<network> net;
+  std::unique_ptr<proxy_engine> engine;         // after net: destroyed first
+
+  std::byte* base() { return reinterpret_cast<std::byte*>(heap.data()); }
+  template <typename T>
+  T load(std::uint64_t offset) {
+    T v;
+    std::memcpy(&v, base() + offset, sizeof v);
+    return v;
+  }
+  std::uint64_t load_atomic(std::uint64_t offset) {
+    return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base() + offset)).load();
+  }
+};
+
+class engine_job {
+ public:
+  explicit engine_job(const job_options& o) : options(o), fabric(o.n_pes, o.network) {
+    const int engines = o.engines < 0 ? o.n_pes : o.engines;
+    std::mt19937_64 rng(o.seed);
+    for (int p = 0; p < o.n_pes; ++p) {
+      auto pe = std::make_unique<job_pe>();
+      pe->heap.resize((o.heap_bytes + 7) / 8);
+      for (auto& w : pe->heap) w = rng();
+      pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
+      pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
+      proxy_ring_initialize(pe->ring, o.first_sequence);
+      pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes);
+      pe->net = fabric.connect(p);
+      if (p < engines)
+        pe->engine = std::make_unique<proxy_engine>(pe->ring, *pe->net, *pe->memory, limits(), o.engine);
+      pes.push_back(std::move(pe));
+    }
+  }
+
+  proxy_limits limits() const {
+    return {.n_pes = options.n_pes, .heap_bytes = options.heap_bytes, .completion_slots = options.ring.result_slots};
+  }
+  int n_pes() const { return options.n_pes; }
+  job_pe& operator[](int pe) { return *pes[pe]; }
+
+  void start() {
+    for (auto& pe : pes)
+      if (pe->engine) pe->engine->start();
+  }
+  // Stops every engine; a failure shows as a test failure.
+  void stop_all() {
+    for (std::size_t p = 0; p < pes.size(); ++p) {
+      if (!pes[p]->engine) continue;
+      try {
+        pes[p]->engine->stop();
+      } catch (const error& e) {
+        ADD_FAILURE() << "engine of PE " << p << ": " << e.what();
+      }
+    }
+  }
+
+  job_options options;
+  loopback_fabric fabric;
+  std::vector<std::unique_ptr<job_pe>> pes;
+};
+
+inline std::vector<std::byte> random_bytes(std::mt19937_64& rng, std::size_t n) {
+  std::vector<std::byte> out(n);
+  for (auto& b : out) b = static_cast<std::byte>(rng());
+  return out;
+}
+
+}  // namespace shoal::detail::engine_test

@@ -1,0 +1,229 @@
+// The proxy engine's parts on their own: the wire header check, host_local_memory's operations against
+// a model, and the loopback network's contract (per-pair order, completions only in progress(), one-sided
+// operations on exposed memory, a killed PE).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "shoal/error.hpp"
+#include "transport/local_memory.hpp"
+#include "transport/loopback_network.hpp"
+#include "transport/proxy_wire.hpp"
+
+namespace shoal::detail {
+namespace {
+
+// ---- wire ----
+
+const char* check(const proxy_wire_header& h, std::size_t payload = 0, std::uint64_t heap = 4096) {
+  proxy_wire_header out;
+  return proxy_wire_check(proxy_wire_bytes(h), payload, heap, out);
+}
+
+TEST(ProxyWire, WellFormedMessagesPass) {
+  using k = proxy_wire_kind;
+  EXPECT_EQ(check({.kind = k::put_data, .request = 9, .chunk_offset = 30, .offset = 4000, .bytes = 96}, 96), nullptr);
+  EXPECT_EQ(check({.kind = k::get_request, .request = 9, .offset = 0, .bytes = 4096}), nullptr);
+  EXPECT_EQ(check({.kind = k::signal, .signal_op = proxy_signal_op::add, .request = 1, .value = 5,
+                   .signal_offset = 4088}),
+            nullptr);
+  EXPECT_EQ(check({.kind = k::atomic, .atomic_op = proxy_atomic_op::compare_swap,
+                   .atomic_type = proxy_atomic_type::int64, .offset = 8, .value = 1, .compare = 2}),
+            nullptr);
+  EXPECT_EQ(check({.kind = k::ping}), nullptr);
+  EXPECT_EQ(check({.kind = k::ack, .request = 3, .bytes = 100}), nullptr);
+  EXPECT_EQ(check({.kind = k::get_data, .request = 3, .chunk_offset = 7, .bytes = 5}, 5), nullptr);
+  EXPECT_EQ(check({.kind = k::atomic_result, .request = 3, .value = ~0ull}), nullptr);
+}
+
+TEST(ProxyWire, MalformedMessagesAreNamed) {
+  using k = proxy_wire_kind;
+  const proxy_wire_header put{.kind = k::put_data, .offset = 8, .bytes = 16};
+  auto with = [&](auto change) {
+    proxy_wire_header h = put;
+    change(h);
+    return h;
+  };
+  EXPECT_STREQ(check(with([](auto& h) { h.magic = 1; }), 16), "bad magic");
+  EXPECT_STREQ(check(with([](auto& h) { h.version = 2; }), 16), "unsupported protocol version");
+  EXPECT_STREQ(check(with([](auto& h) { h.kind = proxy_wire_kind(0); }), 16), "unknown message kind");
+  EXPECT_STREQ(check(with([](auto& h) { h.kind = proxy_wire_kind(99); }), 16), "unknown message kind");
+  EXPECT_STREQ(check(with([](auto& h) { h.reserved = 1; }), 16), "reserved field set");
+  EXPECT_STREQ(check(put, 15), "payload size does not match the header");
+  EXPECT_STREQ(check(with([](auto& h) { h.offset = 4090; }), 16), "data range beyond the heap");
+  EXPECT_STREQ(check(with([](auto& h) { h.value = 1; }), 16), "value set");
+  EXPECT_STREQ(check(with([](auto& h) { h.signal_offset = 8; }), 16), "signal field set");
+  EXPECT_STREQ(check({.kind = k::signal, .signal_offset = 12}), "signal word beyond the heap or misaligned");
+  EXPECT_STREQ(check({.kind = k::signal, .signal_op = proxy_signal_op(3), .signal_offset = 8}), "unknown signal op");
+  EXPECT_STREQ(check({.kind = k::atomic, .atomic_op = proxy_atomic_op::add, .atomic_type = proxy_atomic_type::float32}),
+               to_string(proxy_status::bad_type_for_op));
+  EXPECT_STREQ(check({.kind = k::atomic, .atomic_type = proxy_atomic_type::int64, .offset = 4}),
+               to_string(proxy_status::misaligned));
+  EXPECT_STREQ(check({.kind = k::ping, .request = 1}), "ping with a request id");
+  EXPECT_STREQ(check({.kind = k::ack, .offset = 8}), "offset set");
+  proxy_wire_header out;
+  const std::byte short_header[63] = {};
+  EXPECT_STREQ(proxy_wire_check(short_header, 0, 4096, out), "header of the wrong size");
+}
+
+// ---- host_local_memory ----
+
+TEST(HostLocalMemory, AtomicsSignalsAndCopiesMatchAModel) {
+  std::vector<std::uint64_t> storage(64);
+  host_local_memory memory(storage.data(), 512);
+  std::mt19937_64 rng(5);
+  for (auto& w : storage) w = rng();
+  for (int i = 0; i < 2000; ++i) {
+    const auto type = proxy_atomic_type(rng() % 4);
+    const auto op = proxy_atomic_is_float(type) ? proxy_atomic_op(rng() % 3) : proxy_atomic_op(rng() % 12);
+    const unsigned width = proxy_atomic_width(type);
+    const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
+    const std::uint64_t offset = (rng() % (512 / width)) * width;
+    std::uint64_t before = 0;
+    std::memcpy(&before, reinterpret_cast<std::byte*>(storage.data()) + offset, width);
+    local_atomic a{.op = op, .type = type, .value = proxy_atomic_has_operand(op) ? rng() & mask : 0};
+    if (op == proxy_atomic_op::compare_swap) a.compare = rng() % 2 ? before : rng() & mask;
+    std::uint64_t expected_after = before;
+    switch (op) {
+      case proxy_atomic_op::fetch: break;
+      case proxy_atomic_op::set: case proxy_atomic_op::swap: expected_after = a.value; break;
+      case proxy_atomic_op::compare_swap: expected_after = before == a.compare ? a.value : before; break;
+      case proxy_atomic_op::fetch_add: case proxy_atomic_op::add: expected_after = (before + a.value) & mask; break;
+      case proxy_atomic_op::fetch_and: case proxy_atomic_op::bit_and: expected_after = before & a.value; break;
+      case proxy_atomic_op::fetch_or: case proxy_atomic_op::bit_or: expected_after = before | a.value; break;
+      case proxy_atomic_op::fetch_xor: case proxy_atomic_op::bit_xor: expected_after = before ^ a.value; break;
+    }
+    std::uint64_t old = 0xdead;
+    memory.atomic(offset, a, &old);
+    std::uint64_t after = 0;
+    std::memcpy(&after, reinterpret_cast<std::byte*>(storage.data()) + offset, width);
+    ASSERT_EQ(old, before) << "op " << int(op) << " type " << int(type);
+    ASSERT_EQ(after, expected_after) << "op " << int(op) << " type " << int(type);
+  }
+  storage[3] = 10;
+  memory.signal(24, proxy_signal_op::add, 5);
+  EXPECT_EQ(storage[3], 15u);
+  memory.signal(24, proxy_signal_op::set, 7);
+  EXPECT_EQ(storage[3], 7u);
+
+  std::vector<std::byte> outside(100);
+  for (auto& b : outside) b = std::byte(rng());
+  memory.write(local_ref::heap(3), outside.data(), 100);
+  std::vector<std::byte> back(100);
+  memory.read(local_ref::address(reinterpret_cast<std::byte*>(storage.data()) + 3), back.data(), 100);
+  EXPECT_EQ(back, outside);
+  EXPECT_THROW(memory.read(local_ref::heap(500), back.data(), 13), error);
+  EXPECT_THROW(memory.atomic(4, local_atomic{.type = proxy_atomic_type::int64}, &storage[0]), error);
+}
+
+// ---- loopback network ----
+
+struct record {
+  int from;
+  std::uint32_t index;
+};
+
+TEST(LoopbackNetwork, MessagesArriveInOrderPerPairAndEverythingRunsInProgress) {
+  loopback_fabric fabric(3);
+  auto a = fabric.connect(0), b = fabric.connect(1), c = fabric.connect(2);
+  EXPECT_THROW(fabric.connect(1), error);
+  std::vector<record> seen;
+  c->on_message(
+      5,
+      [](void* ctx, const network_message& m) {
+        std::uint32_t index;
+        ASSERT_EQ(m.header.size(), 4u);
+        std::memcpy(&index, m.header.data(), 4);
+        ASSERT_EQ(m.payload.size(), index % 7);
+        static_cast<std::vector<record>*>(ctx)->push_back({m.from, index});
+      },
+      &seen);
+  int done_a = 0;
+  network_done count{[](void* ctx, network_status s, std::uint64_t) {
+                       EXPECT_EQ(s, network_status::ok);
+                       ++*static_cast<int*>(ctx);
+                     },
+                     &done_a};
+  const std::byte payload[7] = {};
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    network& from = i % 3 == 0 ? *b : *a;
+    from.send(2, 5, {reinterpret_cast<const std::byte*>(&i), 4}, {payload, i % 7}, i % 3 == 0 ? network_done{} : count);
+  }
+  EXPECT_TRUE(seen.empty());  // nothing runs outside progress()
+  EXPECT_EQ(done_a, 0);
+  EXPECT_TRUE(c->progress());
+  EXPECT_TRUE(a->progress());
+  EXPECT_EQ(done_a, 133);
+  ASSERT_EQ(seen.size(), 200u);
+  std::int64_t last[2] = {-1, -1};
+  for (const record& r : seen) {
+    ASSERT_GT(std::int64_t(r.index), last[r.from]) << "from PE " << r.from;
+    last[r.from] = r.index;
+  }
+}
+
+TEST(LoopbackNetwork, OneSidedOperationsOnExposedMemoryAndAKilledPe) {
+  loopback_fabric fabric(3, {.reorder_completions = true});
+  std::unique_ptr<network> nets[3] = {fabric.connect(0), fabric.connect(1), fabric.connect(2)};
+  std::vector<std::uint64_t> memory[3];
+  network_region regions[3];
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 3; ++p) {
+    memory[p].assign(64, 100 + p);
+    threads.emplace_back([&, p] { regions[p] = nets[p]->expose(memory[p].data(), 512, memory_kind::host); });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(regions[0].id, regions[2].id);
+  EXPECT_THROW(nets[0]->expose(nullptr, 0, memory_kind::cuda), error);
+
+  struct results {
+    int done = 0;
+    std::uint64_t value = 0;
+    network_status status = network_status::ok;
+  } r;
+  network_done note{[](void* ctx, network_status s, std::uint64_t v) {
+                      auto* res = static_cast<results*>(ctx);
+                      ++res->done;
+                      if (v != 0) res->value = v;
+                      if (s != network_status::ok) res->status = s;
+                    },
+                    &r};
+  const std::uint64_t words[2] = {7, 8};
+  nets[0]->put(1, words, 16, regions[0], 8, note);
+  std::uint64_t got[2] = {};
+  nets[0]->get(1, got, 16, regions[0], 8, note);
+  nets[0]->atomic(2, network_atomic::add, 8, true, regions[0], 16, 5, 0, note);
+  nets[0]->atomic(2, network_atomic::compare_swap, 4, false, regions[0], 0, 9, 102, note);
+  nets[0]->flush(kNetworkAllPes, note);
+  while (r.done < 5) nets[0]->progress();
+  EXPECT_EQ(r.status, network_status::ok);
+  EXPECT_EQ(memory[1][1], 7u);
+  EXPECT_EQ(memory[1][2], 8u);
+  EXPECT_EQ(got[0], 7u);
+  EXPECT_EQ(got[1], 8u);
+  EXPECT_EQ(r.value, 102u);  // the fetching add's old value
+  EXPECT_EQ(memory[2][2], 107u);
+  EXPECT_EQ(std::uint32_t(memory[2][0]), 9u);  // compare_swap on the low 32 bits matched 102
+  EXPECT_THROW(nets[0]->put(1, words, 16, regions[0], 510, note), error);
+
+  fabric.kill(2);
+  EXPECT_TRUE(fabric.killed(2));
+  r = {};
+  nets[0]->send(2, 0, {}, {}, note);
+  nets[0]->put(2, words, 8, regions[0], 0, note);
+  nets[0]->flush(2, note);
+  while (r.done < 3) nets[0]->progress();
+  EXPECT_EQ(r.status, network_status::peer_failed);
+  EXPECT_FALSE(nets[2]->progress());  // the dead PE is silent
+  // expose() is collective over the live PEs only.
+  threads.clear();
+  for (int p = 0; p < 2; ++p) threads.emplace_back([&, p] { nets[p]->expose(memory[p].data(), 64, memory_kind::host); });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace shoal::detail
