@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -20,8 +21,8 @@ enum class algorithm {
   one_shot,      // one signalled step: each PE stages its contribution in every peer's team scratch
   two_shot,      // all-reduce between two meetings: reduce 1/n from the peers' sources, write it everywhere
   direct,        // straight into the users' buffers between an entry and an exit meeting
-  ring,          // chunks travel neighbour to neighbour: not implemented (supports() is false)
-  hierarchical,  // within nodes, then between same-local-rank PEs: not implemented yet
+  ring,          // chunks travel neighbour to neighbour: not implemented; modelled across nodes (predict_net)
+  hierarchical,  // within nodes, then between same-local-rank PEs: not implemented; modelled across nodes
 };
 inline constexpr int kAlgorithmCount = 6;
 
@@ -54,6 +55,16 @@ struct coll_model_table {
   double local_gbps = 3900.0;         // gamma: local HBM traffic (bytes read + written) of copies and reductions
   double chunk_bytes = 1024.0 * 1024;  // bytes one staged step carries to a peer, all channels together
                                        // (team channels x SHOAL_TEAM_SCRATCH_BYTES); an LL step carries half
+
+  // Between nodes: the scale model (predict_net, docs/scale-model.md). Nothing above reads these, so they
+  // never change the choice within a node. Defaults: one 400 Gb/s RDMA NIC (ConnectX-7) per GPU, driven by
+  // shoal's proxy thread; the latencies and the per-message gap are assumptions until measured.
+  double nic_gbps = 46.0;    // beta_net: one GPU's NIC each way: 50 GB/s line rate x 0.92
+  double net_step_us = 3.0;  // wire part of alpha_net: doorbell to the data and its signal seen by the peer GPU
+  double net_post_us = 2.5;  // issue part of alpha_net: the GPU's request to the NIC's doorbell, via the proxy
+  double net_msg_us = 0.25;  // g: the sender's gap between two network messages (one proxy thread posts them)
+  int gpus_per_node = 8;     // the node shape the scale model assumes when it is given none
+  int nodes = 16;
 };
 
 // The size-dependent parts of one algorithm's cost, before the table's constants are applied. Bytes are
@@ -181,5 +192,263 @@ constexpr algorithm model_choice(const coll_model_table& table, collective op, i
 }
 
 constexpr bool supports(collective op, algorithm algo) { return coll_cost_terms(op, algo, 2, 1).supported; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Across nodes: the scale model. It predicts collectives on teams that span nodes, with the network
+// constants of coll_model_table, for docs/scale-model.md and `shoal-info --scale-model`. shoal cannot run
+// any of it yet (no proxy backend), so the runtime never asks it: model_choice, supports() and the team
+// thresholds above stay the within-node model. `modelled` says what the scale model can predict;
+// `supports` (what shoal implements) is unchanged.
+
+// A team of gpus_per_node PEs on each of `nodes` nodes, one PE per GPU and one NIC per GPU.
+struct node_shape {
+  int gpus_per_node = 8;
+  int nodes = 1;
+  constexpr int n_pes() const { return gpus_per_node * nodes; }
+};
+
+// The all-reduce between nodes inside `hierarchical` (among the k PEs of one local rank, over their NICs).
+enum class net_algorithm {
+  none,                // not hierarchical
+  ring,                // 2(k-1) steps, 2(k-1)/k of the data each way
+  recursive_doubling,  // log2 k steps, the whole data each step: fewest steps
+  halving_doubling,  // recursive halving reduce-scatter then doubling all-gather: 2 log2 k steps, 2(k-1)/k of the data
+};
+
+constexpr std::string_view to_string(net_algorithm a) {
+  constexpr std::string_view kNames[] = {"none", "ring", "recursive_doubling", "halving_doubling"};
+  return kNames[static_cast<int>(a)];
+}
+
+// One prediction of the scale model: the algorithm, its time inside a kernel (add table.launch_us on a
+// stream) and, for hierarchical, how it runs.
+struct net_prediction {
+  algorithm algo = algorithm::one_shot;
+  double us = std::numeric_limits<double>::infinity();
+  net_algorithm between = net_algorithm::none;  // hierarchical all-reduce: the all-reduce between nodes
+  int chunks = 1;                               // hierarchical: pipeline chunks
+};
+
+// The most chunks a hierarchical call is modelled with (a fixed set keeps the prediction monotone in size).
+inline constexpr int kMaxPipelineChunks = 1024;
+
+// Whether the scale model predicts `algo` for `op` on a team of this shape. On one node: what shoal
+// implements. Across nodes: the flat forms of the implemented algorithms except ll (the network moves whole
+// messages, so flags inside the data save nothing there), ring for all-reduce (rail-aligned, as NCCL's
+// ring), hierarchical for all-reduce and alltoall. None of the across-node ones is implemented.
+constexpr bool modelled(collective op, algorithm algo, node_shape shape) {
+  if (shape.nodes <= 1) return supports(op, algo);
+  switch (algo) {
+    case algorithm::ll:
+      return false;
+    case algorithm::ring:
+      return op == collective::reduce;
+    case algorithm::hierarchical:
+      return op == collective::reduce || op == collective::alltoall;
+    default:
+      return supports(op, algo);
+  }
+}
+
+namespace net_model_detail {
+
+inline constexpr double kBytesPerUsPerGbps = 1e3;
+
+constexpr double max2(double a, double b) { return a < b ? b : a; }
+
+// alpha_net: one signalled network step, issue and wire.
+constexpr double alpha_net(const coll_model_table& t) { return t.net_post_us + t.net_step_us; }
+
+// A NIC moving `bytes` in `messages` messages: bandwidth or the sender's message gap, whichever binds.
+constexpr double nic_busy_us(const coll_model_table& t, double bytes, double messages) {
+  return max2(bytes / (t.nic_gbps * kBytesPerUsPerGbps), messages * t.net_msg_us);
+}
+
+// Steps of an algorithm's terms, counting one per scratch-full when it is staged (as predict_us does).
+constexpr double steps_of(const coll_model_table& t, const cost_terms& c) {
+  if (!c.staged) return c.steps;
+  const double per_step = c.ll ? t.chunk_bytes / 2 : t.chunk_bytes;
+  const double needed = static_cast<double>(static_cast<std::uint64_t>((c.stage_bytes + per_step - 1) / per_step));
+  return needed > c.steps ? needed : c.steps;
+}
+
+// A within-node phase: the within-node model's best algorithm for `op` on n PEs.
+constexpr double node_phase_us(const coll_model_table& t, collective op, int n, std::uint64_t bytes) {
+  return predict_us(t, op, model_choice(t, op, n, bytes), n, bytes);
+}
+
+// Flat: the within-node algorithm run over the whole team. Of each PE's remote bytes, those for its
+// (n - m) peers on other nodes cross its NIC, the rest NVLink, at the same time; every step is a network
+// step and carries one message to each peer off the node.
+constexpr double flat_us(const coll_model_table& t, collective op, algorithm algo, node_shape shape,
+                         std::uint64_t bytes) {
+  const int n = shape.n_pes();
+  const cost_terms c = coll_cost_terms(op, algo, n, bytes);
+  if (!c.supported || c.ll) return std::numeric_limits<double>::infinity();
+  const double steps = steps_of(t, c);
+  const double off_node = n - shape.gpus_per_node;
+  const double net_bytes = c.remote_bytes * off_node / (n - 1);
+  const double nvlink_us = (c.remote_bytes - net_bytes) / (t.link_gbps * kBytesPerUsPerGbps);
+  return steps * alpha_net(t) + max2(nvlink_us, nic_busy_us(t, net_bytes, steps * off_node)) +
+         c.local_bytes / (t.local_gbps * kBytesPerUsPerGbps);
+}
+
+// Flat ring all-reduce, rail-aligned as NCCL builds it: m rings, each leaving a node through a different
+// GPU's NIC, so a NIC carries 1/m of the ring traffic and NVLink the rest. 2(n-1) steps, each as slow as
+// its network hop.
+constexpr double ring_us(const coll_model_table& t, node_shape shape, std::uint64_t bytes) {
+  const double n = shape.n_pes();
+  const double m = shape.gpus_per_node;
+  const double s = static_cast<double>(bytes);
+  const double moved = 2 * (n - 1) / n * s;  // each PE sends (and receives) this much
+  const double steps = 2 * (n - 1);
+  return steps * alpha_net(t) +
+         max2(moved * (m - 1) / m / (t.link_gbps * kBytesPerUsPerGbps), nic_busy_us(t, moved / m, steps)) +
+         3 * (n - 1) / n * s / (t.local_gbps * kBytesPerUsPerGbps);
+}
+
+// The all-reduce of s bytes between k nodes (k >= 2), one PE per node: the steps' latency (`wait`) and the
+// time the NIC and the reductions are busy (`busy`). A k that is not a power of two costs recursive doubling
+// and halving-doubling one step (and s bytes) before and one after, folding the extra PEs in and out.
+struct between_nodes_us {
+  double wait = 0;
+  double busy = 0;
+};
+
+constexpr between_nodes_us between_nodes(const coll_model_table& t, net_algorithm a, int k, double s) {
+  int p2 = 1, lg = 0;
+  while (p2 * 2 <= k) {
+    p2 *= 2;
+    ++lg;
+  }
+  const double fold = p2 == k ? 0 : 2;
+  double steps = 0, sent = 0, reduced = 0;
+  switch (a) {
+    case net_algorithm::ring:
+      steps = 2.0 * (k - 1);
+      sent = 2.0 * (k - 1) / k * s;
+      reduced = (k - 1.0) / k * s;
+      break;
+    case net_algorithm::recursive_doubling:
+      steps = lg + fold;
+      sent = (lg + fold) * s;
+      reduced = (lg + fold / 2) * s;
+      break;
+    case net_algorithm::halving_doubling:
+      steps = 2.0 * lg + fold;
+      sent = (2.0 * (p2 - 1) / p2 + fold) * s;
+      reduced = ((p2 - 1.0) / p2 + fold / 2) * s;
+      break;
+    case net_algorithm::none:
+      return {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  }
+  // A reduction reads two operands and writes one.
+  return {steps * alpha_net(t), nic_busy_us(t, sent, steps) + 3 * reduced / (t.local_gbps * kBytesPerUsPerGbps)};
+}
+
+// Hierarchical all-reduce, pipelined in P chunks: reduce-scatter within the node (NVLink), all-reduce of
+// each PE's 1/m between the nodes (NIC), all-gather within the node (NVLink). The first chunk goes through
+// all three phases (fill and drain); after it, one chunk leaves every max(NVLink phases, NIC busy). The two
+// NVLink phases share the GPU's links and SMs, so they add; the network's step latency overlaps with the
+// chunks in flight, its busy time does not. The best P (a power of two) and between-node algorithm win.
+constexpr net_prediction hierarchical_reduce(const coll_model_table& t, node_shape shape, std::uint64_t bytes) {
+  const int m = shape.gpus_per_node;
+  net_prediction best{algorithm::hierarchical};
+  for (int chunks = 1; chunks <= kMaxPipelineChunks; chunks *= 2) {
+    const std::uint64_t per = static_cast<std::uint64_t>(chunks) * m;
+    const std::uint64_t block = (bytes + per - 1) / per;  // each PE's share of one chunk
+    const double node_us =
+        node_phase_us(t, collective::reducescatter, m, block) + node_phase_us(t, collective::fcollect, m, block);
+    for (net_algorithm a : {net_algorithm::ring, net_algorithm::recursive_doubling, net_algorithm::halving_doubling}) {
+      const between_nodes_us net = between_nodes(t, a, shape.nodes, static_cast<double>(block));
+      const double us = node_us + net.wait + net.busy + (chunks - 1) * max2(node_us, net.busy);
+      if (us < best.us) best = {algorithm::hierarchical, us, a, chunks};
+    }
+  }
+  return best;
+}
+
+// Hierarchical alltoall (rail-aligned): within the node each PE hands a local peer the k blocks bound for
+// that peer's local rank on every node (an alltoall among m PEs with blocks k·S); then each PE sends every
+// same-local-rank PE on another node the m blocks it gathered for it, one message per node. The NIC
+// carries the same (n - m)·S bytes as flat, in k - 1 messages instead of n - m. Pipelined as above.
+constexpr net_prediction hierarchical_alltoall(const coll_model_table& t, node_shape shape, std::uint64_t bytes) {
+  const int m = shape.gpus_per_node;
+  const int k = shape.nodes;
+  net_prediction best{algorithm::hierarchical};
+  for (int chunks = 1; chunks <= kMaxPipelineChunks; chunks *= 2) {
+    const std::uint64_t piece = (bytes + chunks - 1) / chunks;  // of each block, one chunk's part
+    const double node_us = node_phase_us(t, collective::alltoall, m, piece * k);
+    const double net_busy = nic_busy_us(t, static_cast<double>(piece) * m * (k - 1), k - 1);
+    const double us = node_us + alpha_net(t) + net_busy + (chunks - 1) * max2(node_us, net_busy);
+    if (us < best.us) best = {algorithm::hierarchical, us, net_algorithm::none, chunks};
+  }
+  return best;
+}
+
+}  // namespace net_model_detail
+
+// Predicted time of `algo` for `op` on a team of this shape, inside a kernel; `bytes` counts as in
+// coll_cost_terms. On one node it is exactly predict_us on gpus_per_node PEs. Infinity where not modelled.
+constexpr net_prediction predict_net(const coll_model_table& table, collective op, algorithm algo, node_shape shape,
+                                     std::uint64_t bytes) {
+  namespace d = net_model_detail;
+  if (shape.nodes <= 1) return {algo, predict_us(table, op, algo, shape.gpus_per_node, bytes)};
+  if (!modelled(op, algo, shape)) return {algo};
+  switch (algo) {
+    case algorithm::hierarchical:
+      return op == collective::reduce ? d::hierarchical_reduce(table, shape, bytes)
+                                      : d::hierarchical_alltoall(table, shape, bytes);
+    case algorithm::ring:
+      return {algo, d::ring_us(table, shape, bytes)};
+    default:
+      return {algo, d::flat_us(table, op, algo, shape, bytes)};
+  }
+}
+
+// The modelled algorithm with the least predicted time (the earlier in `algorithm` order on a tie). On one
+// node, model_choice's. Never used to run a collective: the scale model's choice, for the docs and tools.
+constexpr net_prediction net_model_choice(const coll_model_table& table, collective op, node_shape shape,
+                                          std::uint64_t bytes) {
+  net_prediction best;
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    const net_prediction p = predict_net(table, op, static_cast<algorithm>(i), shape, bytes);
+    if (p.us < best.us) best = p;
+  }
+  return best;
+}
+
+// Bus bandwidth in GB/s as nccl-tests counts it, for `bytes` (coll_cost_terms' count) in `us` on n PEs:
+// all-reduce 2(n-1)/n·S, fcollect, alltoall and reduce-scatter (n-1)·S, broadcast S, each over the time.
+constexpr double bus_gbps(collective op, int n_pes, std::uint64_t bytes, double us) {
+  const double n = n_pes;
+  const double s = static_cast<double>(bytes);
+  double moved = 0;
+  switch (op) {
+    case collective::reduce:
+      moved = 2 * (n - 1) / n * s;
+      break;
+    case collective::fcollect:
+    case collective::alltoall:
+    case collective::reducescatter:
+      moved = (n - 1) * s;
+      break;
+    case collective::broadcast:
+      moved = s;
+      break;
+    case collective::barrier:
+      break;
+  }
+  return moved / (us * net_model_detail::kBytesPerUsPerGbps);
+}
+
+// The table with the NIC driven from the GPU (IBGDA-style: GPU threads write the work requests and ring
+// the doorbell, no proxy thread): the issue part of a step and the per-message gap shrink; the wire does
+// not change. Assumed figures, explained in docs/scale-model.md.
+constexpr coll_model_table gpu_initiated_network(coll_model_table table) {
+  table.net_post_us = 0.5;  // a work request written to the NIC's queue and one doorbell write over PCIe
+  table.net_msg_us = 0.02;  // warps post on their own queue pairs, in parallel: 50 million messages/s per GPU
+  return table;
+}
 
 }  // namespace shoal

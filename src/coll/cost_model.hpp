@@ -1,7 +1,8 @@
 // The library side of the collective cost model (shoal/coll_model.hpp): reading and writing table
 // files, and choosing an algorithm with the SHOAL_ALGO_<COLLECTIVE> overrides applied.
 // Table file format, one setting a line:   key = value    # comment
-// Keys are coll_model_table's fields; a key left out keeps the default. Header-only.
+// Keys are coll_model_table's fields (the node shape's as whole numbers); a key left out keeps the default.
+// Header-only.
 #pragma once
 
 #include <fmt/format.h>
@@ -32,6 +33,23 @@ inline constexpr coll_model_key kCollModelKeys[] = {
     {"ll_step_us", &coll_model_table::ll_step_us, true},      {"link_gbps", &coll_model_table::link_gbps, false},
     {"ll_link_gbps", &coll_model_table::ll_link_gbps, false}, {"local_gbps", &coll_model_table::local_gbps, false},
     {"chunk_bytes", &coll_model_table::chunk_bytes, false},
+    // Between nodes (the scale model): nothing the runtime picks depends on these.
+    {"nic_gbps", &coll_model_table::nic_gbps, false},
+    {"net_step_us", &coll_model_table::net_step_us, true},
+    {"net_post_us", &coll_model_table::net_post_us, true},
+    {"net_msg_us", &coll_model_table::net_msg_us, true},
+};
+
+// The node shape's keys: whole numbers from 1 to kMaxShapeCount.
+struct coll_model_count_key {
+  std::string_view name;
+  int coll_model_table::*field;
+};
+
+inline constexpr int kMaxShapeCount = 1 << 20;
+inline constexpr coll_model_count_key kCollModelCountKeys[] = {
+    {"gpus_per_node", &coll_model_table::gpus_per_node},
+    {"nodes", &coll_model_table::nodes},
 };
 
 inline std::string_view trim(std::string_view s) {
@@ -42,10 +60,16 @@ inline std::string_view trim(std::string_view s) {
 
 // Parses a table file's text, starting from the default table. `source` names the file in errors.
 // Throws shoal::error(errc::config) naming the source and line for: a line without '=', an unknown
-// key, a key given twice, a value that is not a finite number, a negative value, or a zero bandwidth.
+// key, a key given twice, a value that is not a finite number, a negative value, a zero bandwidth, or a
+// node shape that is not a whole number from 1 up.
 inline coll_model_table parse_coll_model(std::string_view text, std::string_view source) {
   coll_model_table table;
-  bool seen[std::size(kCollModelKeys)] = {};
+  constexpr std::size_t kKeys = std::size(kCollModelKeys) + std::size(kCollModelCountKeys);
+  bool seen[kKeys] = {};
+  auto name_of = [](std::size_t k) {
+    return k < std::size(kCollModelKeys) ? kCollModelKeys[k].name
+                                         : kCollModelCountKeys[k - std::size(kCollModelKeys)].name;
+  };
   int line_number = 0;
   while (!text.empty()) {
     const auto end = text.find('\n');
@@ -62,10 +86,10 @@ inline coll_model_table parse_coll_model(std::string_view text, std::string_view
     const std::string_view key = trim(line.substr(0, eq));
     const std::string_view value = trim(line.substr(eq + 1));
     std::size_t k = 0;
-    while (k < std::size(kCollModelKeys) && kCollModelKeys[k].name != key) ++k;
-    if (k == std::size(kCollModelKeys)) {
+    while (k < kKeys && name_of(k) != key) ++k;
+    if (k == kKeys) {
       std::string known;
-      for (const auto& entry : kCollModelKeys) known += fmt::format("{}{}", known.empty() ? "" : ", ", entry.name);
+      for (std::size_t i = 0; i < kKeys; ++i) known += fmt::format("{}{}", known.empty() ? "" : ", ", name_of(i));
       fail(fmt::format("unknown key '{}' (known: {})", key, known));
     }
     if (seen[k]) fail(fmt::format("'{}' is set twice", key));
@@ -74,6 +98,12 @@ inline coll_model_table parse_coll_model(std::string_view text, std::string_view
     const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
     if (value.empty() || ec != std::errc{} || ptr != value.data() + value.size() || !std::isfinite(number))
       fail(fmt::format("'{}' is not a number for {}", value, key));
+    if (k >= std::size(kCollModelKeys)) {
+      if (number != std::floor(number) || number < 1 || number > kMaxShapeCount)
+        fail(fmt::format("{} = {} must be a whole number from 1 to {}", key, value, kMaxShapeCount));
+      table.*kCollModelCountKeys[k - std::size(kCollModelKeys)].field = static_cast<int>(number);
+      continue;
+    }
     if (number < 0 || (number == 0 && !kCollModelKeys[k].zero_allowed))
       fail(fmt::format("{} = {} must be {}", key, value, kCollModelKeys[k].zero_allowed ? ">= 0" : "> 0"));
     table.*kCollModelKeys[k].field = number;
@@ -95,6 +125,7 @@ inline coll_model_table load_coll_model(const std::string& path) {
 inline std::string format_coll_model(const coll_model_table& table) {
   std::string out;
   for (const auto& entry : kCollModelKeys) out += fmt::format("{} = {}\n", entry.name, table.*entry.field);
+  for (const auto& entry : kCollModelCountKeys) out += fmt::format("{} = {}\n", entry.name, table.*entry.field);
   return out;
 }
 

@@ -58,6 +58,26 @@ TEST(CollTuning, OverrideForcesEverySize) {
   EXPECT_THROW(make_tuning(coll_model_table{}, 2, getenv_fn), shoal::error);
 }
 
+TEST(CollTuning, NetworkConstantsLeaveThresholdsAlone) {
+  // The scale model's constants (docs/scale-model.md) must not move what kernels read.
+  coll_model_table net;
+  net.nic_gbps = 0.5;
+  net.net_step_us = 50;
+  net.net_post_us = 0;
+  net.net_msg_us = 10;
+  net.gpus_per_node = 1;
+  net.nodes = 4096;
+  for (int n : {2, 3, 4, 8, 16}) {
+    const coll_tuning base = make_tuning(coll_model_table{}, n, no_env);
+    const coll_tuning other = make_tuning(net, n, no_env);
+    for (int c = 0; c < kCollectiveCount; ++c) {
+      EXPECT_EQ(other.ll_max_bytes[c], base.ll_max_bytes[c]) << n << " " << c;
+      EXPECT_EQ(other.one_shot_max_bytes[c], base.one_shot_max_bytes[c]) << n << " " << c;
+      EXPECT_EQ(other.forced[c], base.forced[c]) << n << " " << c;
+    }
+  }
+}
+
 TEST(CollTuning, ChannelViews) {
   team_handle h;
   h.channel_first = 0;
