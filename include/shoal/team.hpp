@@ -58,11 +58,16 @@ class team {
   // not, until the proxy transport serves other nodes).
   bool reachable() const noexcept { return reachable_; }
 
+  // On-stream direct broadcast, fcollect and alltoall move blocks of at least this many bytes with the
+  // copy engines instead of SM copies (SHOAL_COLL_CE_BYTES when the team was created; 0: never).
+  std::uint64_t copy_engine_bytes() const noexcept { return copy_engine_bytes_; }
+
  private:
   world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
   team_handle handle_{};
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
   bool reachable_ = true;
+  std::uint64_t copy_engine_bytes_ = 0;
 };
 
 // The predefined teams of `w` (created by init, destroyed with the world).

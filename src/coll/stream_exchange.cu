@@ -1,5 +1,14 @@
-// On-stream barrier, sync, broadcast, fcollect and alltoall: one grid-scope kernel each.
+// On-stream barrier, sync, broadcast, fcollect and alltoall: one grid-scope kernel each, except direct
+// exchanges of large blocks, which move them with the copy engines between two meeting kernels.
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
 #include "coll/stream_common.hpp"
+#include "host/cuda_check.hpp"
+#include "host/world_impl.hpp"
 #include "shoal/dev/coll.cuh"
 
 namespace shoal {
@@ -31,6 +40,62 @@ void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, 
   detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, quiet_first);
 }
 
+// One block copy of an exchange: `bytes` from `from` to `to` (a peer's memory through its mapping, or
+// this PE's own dst).
+struct block_copy {
+  void* to;
+  const void* from;
+};
+
+// Whether a call of `algo` on blocks of `bytes` moves them with the copy engines.
+bool uses_copy_engines(const team& t, algorithm algo, std::size_t bytes) {
+  return algo == algorithm::direct && t.copy_engine_bytes() != 0 && bytes >= t.copy_engine_bytes();
+}
+
+// The direct algorithm with the copy engines: an entry meeting (every member is in the call, so its dst
+// may be overwritten), the copies, an exit meeting (every copy into this PE has landed: a member
+// arrives only after its copies completed in stream order). The copy to this PE's own dst runs on the
+// world's side stream, forked and joined with events, so it overlaps the copies to peers; all of it
+// can be captured in a CUDA graph. The copy engines reach ~395 GB/s over NVLink where SM copies reach
+// ~365, and no CTA is left behind at the end of a large copy.
+void exchange_with_copy_engines(const team& t, const team_handle& h, cudaStream_t stream, const char* call,
+                                std::span<const block_copy> remote, const block_copy* local, std::size_t bytes) {
+  detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, false);
+  world::impl& w = t.internals();
+  std::lock_guard<std::mutex> lock(w.side_mutex);
+  w.create_side_stream();
+  if (local != nullptr) {
+    SHOAL_CUDA_CHECK(cudaEventRecord(w.fork_event, stream));
+    SHOAL_CUDA_CHECK(cudaStreamWaitEvent(w.side_stream, w.fork_event, 0));
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(local->to, local->from, bytes, cudaMemcpyDeviceToDevice, w.side_stream));
+    SHOAL_CUDA_CHECK(cudaEventRecord(w.join_event, w.side_stream));
+  }
+  for (const block_copy& c : remote)
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(c.to, c.from, bytes, cudaMemcpyDefault, stream));
+  if (local != nullptr) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, w.join_event, 0));
+  detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, false);
+}
+
+// This PE's block copies of an exchange whose member j receives `bytes` at dst + me * dst_stride from
+// send_block(j), for the members `sends_to` selects; the copy to itself only when it is not in place.
+template <typename SendBlock, typename SendsTo>
+void copy_engine_exchange(const team& t, const team_handle& h, cudaStream_t stream, const char* call, void* dst,
+                          std::size_t dst_stride, std::size_t bytes, SendBlock send_block, SendsTo sends_to) {
+  const int me = t.my_index();
+  auto* own_to = static_cast<std::byte*>(dst) + std::size_t(me) * dst_stride;
+  std::vector<block_copy> remote;
+  std::optional<block_copy> local;
+  for (int j = 0; j < t.size(); ++j) {
+    if (!sends_to(j)) continue;
+    if (j == me) {
+      if (own_to != send_block(me)) local = block_copy{own_to, send_block(me)};
+    } else {
+      remote.push_back({t.internals().reachable(own_to, bytes, t.pe_of(j), call), send_block(j)});
+    }
+  }
+  exchange_with_copy_engines(t, h, stream, call, remote, local ? &*local : nullptr, bytes);
+}
+
 }  // namespace
 
 void barrier_on_stream(const team& t, cudaStream_t stream, channel_range channels) {
@@ -51,8 +116,14 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
     if (dst != src) detail::check_no_overlap(dst, bytes, src, bytes, call);
   }
   if (bytes == 0) return;
-  const auto launch =
-      detail::plan_launch(h, h.pick(collective::broadcast, bytes, algorithm::direct), bytes, bytes);
+  const algorithm algo = h.pick(collective::broadcast, bytes, algorithm::direct);
+  if (uses_copy_engines(t, algo, bytes)) {
+    const int me = t.my_index();
+    copy_engine_exchange(t, h, stream, call, dst, 0, bytes, [=](int) { return static_cast<const std::byte*>(src); },
+                         [=](int) { return me == root; });
+    return;
+  }
+  const auto launch = detail::plan_launch(h, algo, bytes, bytes);
   detail::launch_coll(t, broadcast_kernel, launch, stream, call, h, dst, src, bytes, root);
 }
 
@@ -64,8 +135,13 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   detail::check_buffer(t, src, bytes, call, "src");
   detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
   if (bytes == 0) return;
-  const auto launch =
-      detail::plan_launch(h, h.pick(collective::fcollect, bytes, algorithm::direct), bytes, bytes * t.size());
+  const algorithm algo = h.pick(collective::fcollect, bytes, algorithm::direct);
+  if (uses_copy_engines(t, algo, bytes)) {
+    copy_engine_exchange(t, h, stream, call, dst, bytes, bytes, [=](int) { return static_cast<const std::byte*>(src); },
+                         [](int) { return true; });
+    return;
+  }
+  const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
   detail::launch_coll(t, fcollect_kernel, launch, stream, call, h, dst, src, bytes);
 }
 
@@ -77,8 +153,14 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   detail::check_buffer(t, src, bytes * t.size(), call, "src");
   detail::check_no_overlap(dst, bytes * t.size(), src, bytes * t.size(), call);
   if (bytes == 0) return;
-  const auto launch =
-      detail::plan_launch(h, h.pick(collective::alltoall, bytes, algorithm::direct), bytes, bytes * t.size());
+  const algorithm algo = h.pick(collective::alltoall, bytes, algorithm::direct);
+  if (uses_copy_engines(t, algo, bytes)) {
+    copy_engine_exchange(t, h, stream, call, dst, bytes, bytes,
+                         [=](int j) { return static_cast<const std::byte*>(src) + std::size_t(j) * bytes; },
+                         [](int) { return true; });
+    return;
+  }
+  const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
   detail::launch_coll(t, alltoall_kernel, launch, stream, call, h, dst, src, bytes);
 }
 

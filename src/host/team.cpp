@@ -84,6 +84,8 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   try {
     handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1),
                                          [](const char* name) { return std::getenv(name); });
+    const char* ce = std::getenv("SHOAL_COLL_CE_BYTES");
+    copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
     if (scratch % 32 != 0)
       throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
   } catch (const error&) {
@@ -117,7 +119,8 @@ team::team(team&& other) noexcept
     : world_(std::exchange(other.world_, nullptr)),
       handle_(other.handle_),
       state_(std::exchange(other.state_, nullptr)),
-      reachable_(other.reachable_) {}
+      reachable_(other.reachable_),
+      copy_engine_bytes_(other.copy_engine_bytes_) {}
 
 team& team::operator=(team&& other) noexcept {
   if (this != &other) {
@@ -130,6 +133,7 @@ team& team::operator=(team&& other) noexcept {
     handle_ = other.handle_;
     state_ = std::exchange(other.state_, nullptr);
     reachable_ = other.reachable_;
+    copy_engine_bytes_ = other.copy_engine_bytes_;
   }
   return *this;
 }

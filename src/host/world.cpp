@@ -183,6 +183,16 @@ world::~world() {
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
   if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
+  if (impl_->side_stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->side_stream));
+  if (impl_->fork_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->fork_event));
+  if (impl_->join_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->join_event));
+}
+
+void world::impl::create_side_stream() {
+  if (side_stream != nullptr) return;
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&join_event, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
 }
 
 int world::pe() const noexcept { return impl_->boot->pe(); }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -64,6 +65,14 @@ struct world::impl {
   std::unique_ptr<team> world_team, node_team, same_local_rank_team;
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
+
+  // A second stream for on-stream collectives that copy with the copy engines: the own block's copy
+  // runs on it beside the copies to peers, forked from and joined back into the caller's stream by
+  // the two events. Created on first use (side_stream_for); the mutex serializes its users.
+  std::mutex side_mutex;
+  cudaStream_t side_stream = nullptr;
+  cudaEvent_t fork_event = nullptr, join_event = nullptr;
+  void create_side_stream();
   void* scratch = nullptr;        // device scratch for host atomics' results
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that

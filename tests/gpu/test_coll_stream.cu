@@ -249,10 +249,9 @@ TEST(CollStream, ConcurrentStreamsOnDisjointChannels) {
 
 // A graph capturing collectives of several kinds and types (and a barrier between them), replayed 20
 // times: before each replay every PE writes new inputs at the same addresses; each replay is checked.
-TEST(CollStream, GraphReplayWithNewInputs) {
-  SHOAL_REQUIRE_WORLD(1);
-  world& w = *the_world();
-  const team& t = world_team(w);
+// Captures a mix of on-stream collectives of team `t` once and replays the graph with new inputs.
+void check_graph_replay(const team& t) {
+  world& w = t.owner();
   const int n = t.size();
   const std::vector<coll_case> int_steps = {
       {.kind = coll_kind::reduce, .op = reduce_op::sum, .count = 1000},
@@ -305,6 +304,26 @@ TEST(CollStream, GraphReplayWithNewInputs) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+}
+
+TEST(CollStream, GraphReplayWithNewInputs) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_graph_replay(world_team(*the_world()));
+}
+
+// Direct broadcast, fcollect and alltoall move blocks from SHOAL_COLL_CE_BYTES up with the copy engines
+// (a fork to the world's side stream for the own block, and meeting kernels around the copies). With
+// the threshold at 1 byte every direct exchange takes that path: every layout and size, then a graph.
+TEST(CollStream, CopyEngineExchanges) {
+  SHOAL_REQUIRE_WORLD(1);
+  world& w = *the_world();
+  scoped_env env({{"SHOAL_COLL_CE_BYTES", "1"}});
+  team t = world_copy_with(w, {"two_shot", "direct", "direct"});
+  ASSERT_EQ(t.copy_engine_bytes(), 1u);
+  const std::vector<coll_kind> exchanges = {coll_kind::broadcast, coll_kind::fcollect, coll_kind::alltoall};
+  run_stream_matrix<std::int32_t>(t, {.kinds = exchanges, .counts = {1, 37, 10000, 65537}}, 710);
+  run_stream_matrix<std::uint8_t>(t, {.kinds = exchanges, .counts = {1, 7, 40003}}, 711);
+  check_graph_replay(t);
 }
 
 // ---- registered buffers
