@@ -24,7 +24,8 @@ void check_op_for_floating(reduce_op op, const char* call);  // bit operators: i
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call);
 
 inline constexpr unsigned kCollThreads = 512;
-// Least bytes per CTA of an on-stream staged (one_shot) and streaming (two_shot, direct) call.
+// Least bytes per CTA of an on-stream LL, staged (one_shot) and streaming (two_shot, direct) call.
+inline constexpr std::uint64_t kLLShare = 1024;
 inline constexpr std::uint64_t kStagedShare = 4 * 1024;
 inline constexpr std::uint64_t kStreamShare = 16 * 1024;
 
