@@ -92,6 +92,9 @@ class proxy_engine_core {
   void serve(const network_message& m, const proxy_wire_header& h);  // a peer's request
   void reply(const network_message& m, const proxy_wire_header& h);  // a reply to one of ours
   void bad_message(int from, const char* what);
+  // Checks a message's sender, header and kind (a request, or a reply); reports a bad one and returns
+  // false, else notes that its sender was heard from.
+  bool accept(const network_message& m, bool request, proxy_wire_header& h);
   proxy_outgoing* stage(int pe, std::uint8_t handler, const proxy_wire_header& h, std::size_t payload_bytes);
   void finish(std::uint64_t sequence);  // all replies in: complete after the next flush
   void count(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }

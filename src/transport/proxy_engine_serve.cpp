@@ -37,28 +37,33 @@ void proxy_engine_core::bad_message(int from, const char* what) {
   fail(errc::internal, -1, std::nullopt, fmt::format("a message from PE {} does not decode: {}", from, what));
 }
 
+bool proxy_engine_core::accept(const network_message& m, bool request, proxy_wire_header& h) {
+  if (m.from < 0 || m.from >= static_cast<int>(peers_.size())) {
+    bad_message(m.from, "sender is not a PE of the job");
+    return false;
+  }
+  if (const char* what = proxy_wire_check(m.header, m.payload.size(), limits_.heap_bytes, h)) {
+    bad_message(m.from, what);
+    return false;
+  }
+  if (request ? !proxy_wire_is_request(h.kind) : !proxy_wire_is_reply(h.kind)) {
+    bad_message(m.from, request ? "a reply sent as a request" : "a request sent as a reply");
+    return false;
+  }
+  peers_[m.from].last_heard = now_;
+  return true;
+}
+
 void proxy_engine_core::on_request_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
-  if (m.from < 0 || m.from >= static_cast<int>(core->peers_.size()))
-    return core->bad_message(m.from, "sender is not a PE of the job");
-  if (const char* what = proxy_wire_check(m.header, m.payload.size(), core->limits_.heap_bytes, h))
-    return core->bad_message(m.from, what);
-  if (!proxy_wire_is_request(h.kind)) return core->bad_message(m.from, "a reply sent as a request");
-  core->peers_[m.from].last_heard = core->now_;
-  core->serve(m, h);
+  if (core->accept(m, true, h)) core->serve(m, h);
 }
 
 void proxy_engine_core::on_reply_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
-  if (m.from < 0 || m.from >= static_cast<int>(core->peers_.size()))
-    return core->bad_message(m.from, "sender is not a PE of the job");
-  if (const char* what = proxy_wire_check(m.header, m.payload.size(), core->limits_.heap_bytes, h))
-    return core->bad_message(m.from, what);
-  if (!proxy_wire_is_reply(h.kind)) return core->bad_message(m.from, "a request sent as a reply");
-  core->peers_[m.from].last_heard = core->now_;
-  core->reply(m, h);
+  if (core->accept(m, false, h)) core->reply(m, h);
 }
 
 // Applies one peer request. The reply is staged now and sent by settle() after the flush that completes
