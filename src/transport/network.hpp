@@ -67,6 +67,10 @@ inline constexpr int kNetworkAllPes = -1;
 
 class network {
  public:
+  // Closes the connections (after a bounded flush). Completions of operations still outstanding may run
+  // here, with `canceled` (the UCX engine runs them): the one exception to "only inside progress()", so
+  // their contexts must outlive the network. Destroy the networks of a job after a common point (a
+  // bootstrap barrier), or peers may see this one as failed.
   virtual ~network() = default;
 
   virtual int pe() const noexcept = 0;
@@ -120,7 +124,8 @@ std::string describe_ucx_network();
 
 // Collective over every PE of `boot`: starts UCX, exchanges worker addresses through the bootstrap and
 // connects to every PE. Throws shoal::error(errc::unsupported) in a build without UCX, and
-// shoal::error(errc::peer_failure) naming the PE when a connection fails.
+// shoal::error(errc::peer_failure) naming the PE when a connection fails or a PE does not answer within
+// SHOAL_BOOTSTRAP_TIMEOUT. `boot` must outlive the network: expose() and withdraw() run collectives on it.
 std::unique_ptr<network> make_ucx_network(bootstrap& boot);
 
 }  // namespace shoal::detail

@@ -1,0 +1,227 @@
+// The UCX engine behind detail::network (see transport/network.hpp for the contract): one UCP context and
+// one single-threaded worker per PE, an endpoint to every PE (itself included) in peer error-handling mode,
+// messages as UCP active messages put back into per-pair order here, one-sided operations as UCP RMA and
+// AMO on rkeys exchanged by expose(). Only the proxy thread touches it; nothing here is thread-safe.
+//
+// Every UCX callback only records what happened (a finished operation, an arrived message); progress()
+// runs the user's completions and handlers afterwards, outside UCX, so they may issue new operations.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/network.hpp"
+
+namespace shoal::detail::ucx {
+
+class ucx_network;
+
+// How long UCX gets to end the requests to a peer that failed before they are reported failed anyway.
+inline constexpr double kFailedPeerGrace = 1.0;
+
+inline double now_s() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+// The only active-message ids this engine registers: user messages and the connection handshake.
+inline constexpr unsigned kMessageAm = 0;
+inline constexpr unsigned kHelloAm = 1;
+
+// Framing in front of the user's header in every message. `seq` counts the messages from `from` to the
+// receiver, from 0, so the receiver can deliver them in the order they were sent whatever order UCP
+// hands them over in (UCP does not promise any: rendezvous data lands later than eager messages sent
+// after it). With kHeaderInData the user's header travels at the front of the data instead (it did not
+// fit UCP's header limit).
+struct wire_header {
+  std::uint64_t seq;
+  std::uint32_t from;
+  std::uint32_t header_bytes;
+  std::uint8_t handler;
+  std::uint8_t flags;
+  std::uint8_t reserved[6];
+};
+static_assert(sizeof(wire_header) == 24);
+inline constexpr std::uint8_t kHeaderInData = 1;
+
+enum class op_kind : std::uint8_t { send, put, get, atomic, flush, close };
+
+// State of one operation that UCX holds a request for. Pooled: issuing reuses a free one, so the common
+// path allocates nothing (a header too large for `inline_header` is the exception).
+struct op {
+  ucx_network* net = nullptr;
+  op_kind kind = op_kind::send;
+  bool in_use = false;
+  bool fetch = false;
+  bool abandoned = false;  // its peer failed and UCX never ended it: reported, kept until UCX lets go
+  unsigned width = 8;
+  int pe = -1;
+  int pending = 0;  // flush of several endpoints: requests still out
+  network_status status = network_status::ok;
+  network_done done;
+  // Atomic operand and reply; UCX reads and writes them until the request completes.
+  std::uint32_t operand32 = 0, reply32 = 0;
+  std::uint64_t operand64 = 0, reply64 = 0;
+  // A message's UCP header (framing + user header), kept until the send completes.
+  static constexpr std::size_t kInlineHeader = 192;
+  std::byte inline_header[kInlineHeader];
+  std::vector<std::byte> heap_bytes;  // a header or header+payload that did not fit inline / in UCP's limit
+  op* next_free = nullptr;
+};
+
+// A message that arrived but is not delivered yet: held for order, or waiting for rendezvous data.
+struct inbound {
+  int from = -1;
+  std::uint8_t handler = 0;
+  std::uint64_t seq = 0;
+  bool ready = false;   // all bytes are here
+  bool failed = false;  // its rendezvous data could not be fetched
+  std::vector<std::byte> header;
+  std::vector<std::byte> data;  // payload, preceded by data_header_bytes of user header (kHeaderInData)
+  std::size_t data_header_bytes = 0;
+  ucx_network* net = nullptr;
+};
+
+struct peer {
+  ucx_network* net = nullptr;
+  int pe = -1;
+  ucp_ep_h ep = nullptr;
+  bool failed = false;
+  ucs_status_t failure = UCS_OK;
+  double failed_at = 0;  // steady seconds
+  bool hello_received = false;
+  std::uint64_t next_send_seq = 0;
+  std::uint64_t next_recv_seq = 0;
+  std::map<std::uint64_t, inbound*> held;  // arrived early or still receiving, by seq
+};
+
+struct region_state {
+  bool live = false;
+  memory_kind kind = memory_kind::host;
+  ucp_mem_h memh = nullptr;
+  std::vector<std::uint64_t> base;   // per PE
+  std::vector<std::uint64_t> bytes;  // per PE
+  std::vector<ucp_rkey_h> rkey;      // per PE; null where the range is empty or the peer failed
+};
+
+class ucx_network final : public network {
+ public:
+  explicit ucx_network(bootstrap& boot);
+  ~ucx_network() override;
+  ucx_network(const ucx_network&) = delete;
+  ucx_network& operator=(const ucx_network&) = delete;
+
+  int pe() const noexcept override { return pe_; }
+  int n_pes() const noexcept override { return n_pes_; }
+  const network_capabilities& capabilities() const noexcept override { return caps_; }
+
+  void on_message(std::uint8_t id, network_handler handler, void* ctx) override;
+  network_region expose(void* base, std::size_t bytes, memory_kind kind) override;
+  void withdraw(network_region region) override;
+  void send(int pe, std::uint8_t handler, std::span<const std::byte> header, std::span<const std::byte> payload,
+            network_done done) override;
+  void put(int pe, const void* local, std::size_t bytes, network_region region, std::uint64_t offset,
+           network_done done) override;
+  void get(int pe, void* local, std::size_t bytes, network_region region, std::uint64_t offset,
+           network_done done) override;
+  void atomic(int pe, network_atomic op, unsigned width, bool fetch, network_region region, std::uint64_t offset,
+              std::uint64_t value, std::uint64_t compare, network_done done) override;
+  void fence() override;
+  void flush(int pe, network_done done) override;
+  bool progress() override;
+
+  // For the callbacks (ucx_callbacks in the .cpp files).
+  void complete(op* o, ucs_status_t status);
+  void peer_failed(int pe, ucs_status_t status);
+  void message_arrived(const void* header, std::size_t header_bytes, void* data, std::size_t bytes,
+                       const ucp_am_recv_param_t* param);
+  void hello_arrived(const void* header, std::size_t header_bytes);
+  void rendezvous_done(inbound* m, ucs_status_t status);
+
+ private:
+  struct completion {
+    network_done done;
+    network_status status;
+    std::uint64_t value;
+  };
+  struct handler_slot {
+    network_handler fn = nullptr;
+    void* ctx = nullptr;
+  };
+
+  void start(bootstrap& boot);
+  void connect(bootstrap& boot);
+  void detect_capabilities();
+  void shutdown(double budget_s) noexcept;  // waits at most budget_s for flushes, then again for closes
+
+  op* take_op(op_kind kind, int pe, network_done done);
+  void release_op(op* o) noexcept;
+  // Turns what a UCX *_nbx call returned into: a request that will call back, or a completion now.
+  void issued(op* o, ucs_status_ptr_t request);
+  void finish_now(network_done done, network_status status, std::uint64_t value = 0);
+  void flush_live_peers(op* o);
+  void reap_failed_peers(double grace_s);
+
+  void check_pe(const char* call, int pe) const;
+  const region_state& check_region(const char* call, int pe, network_region region, std::uint64_t offset,
+                                   std::size_t bytes) const;
+  ucp_request_param_t request_param(op* o) const;
+
+  inbound* take_inbound();
+  void release_inbound(inbound* m) noexcept;
+  void hold(inbound* m);
+  void deliver(inbound* m);
+
+  // Runs a bootstrap collective on a helper thread while this thread keeps the worker progressing (and
+  // queueing what completes): a peer may need this PE's progress (a TCP flush, an emulated atomic, a
+  // connection) before it can reach the same collective.
+  void collective(const std::function<void()>& fn);
+  // Runs `until` between progress calls until it holds or `deadline_s` passes; false on the deadline.
+  template <typename Until>
+  bool progress_until(double deadline_s, Until until);
+
+  bootstrap* boot_ = nullptr;  // expose() and withdraw() are collectives over it
+  int pe_ = -1;
+  int n_pes_ = 0;
+  double timeout_s_ = 60;
+  network_capabilities caps_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::size_t max_am_header_ = 0;
+  std::vector<peer> peers_;
+  std::vector<region_state> regions_;
+  handler_slot handlers_[kNetworkHandlers];
+
+  std::vector<std::unique_ptr<op>> ops_;
+  op* free_ops_ = nullptr;
+  int ops_in_flight_ = 0;
+  int abandoned_ = 0;
+  bool reap_due_ = false;  // some peer failed and operations to it may still be out
+  std::vector<std::unique_ptr<inbound>> inbound_all_;
+  std::vector<inbound*> free_inbound_;
+
+  std::deque<completion> completions_;  // due, run by progress()
+  std::deque<inbound*> ready_;          // in order, run by progress()
+};
+
+template <typename Until>
+bool ucx_network::progress_until(double deadline_s, Until until) {
+  for (;;) {
+    const unsigned events = ucp_worker_progress(worker_);
+    if (until()) return true;
+    if (now_s() > deadline_s) return false;
+    if (events == 0) std::this_thread::yield();
+  }
+}
+
+}  // namespace shoal::detail::ucx
