@@ -16,6 +16,7 @@
 #include "coll/tuning.hpp"
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
+#include "transport/network.hpp"
 #include "transport/topology.hpp"
 
 namespace {
@@ -205,6 +206,7 @@ nlohmann::json to_json(const topology& topo, const std::string& topo_error, cons
          {"to", l.to},
          {"transport", std::string(shoal::detail::to_string(shoal::detail::select_transport(true, l.peer_access)))}});
   }
+  out["network"] = shoal::detail::describe_ucx_network();
   out["config"] = nlohmann::json::array();
   for (const auto& row : config)
     out["config"].push_back({{"name", row.var->name},
@@ -417,6 +419,7 @@ int main(int argc, char** argv) {
     if (!env_only) {
       fmt::print("{}\n\n", version_line());
       print_topology(topo, topo_error, emulating_nodes(config));
+      fmt::print("Network (the proxy's, between nodes): {}\n\n", shoal::detail::describe_ucx_network());
     }
     print_config(config);
   }
