@@ -57,19 +57,27 @@ struct job_pe {
   }
 };
 
+// One PE's heap (random bytes from `rng`), initialized ring and host_local_memory, as o.heap_bytes, o.ring
+// and o.first_sequence say; no network and no engine yet (the caller adds them: a loopback fabric's here,
+// UCX in tests/mp/proxy_over_ucx_tests.cpp).
+inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64& rng) {
+  auto pe = std::make_unique<job_pe>();
+  pe->heap.resize((o.heap_bytes + 7) / 8);
+  for (auto& w : pe->heap) w = rng();
+  pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
+  pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
+  proxy_ring_initialize(pe->ring, o.first_sequence);
+  pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes);
+  return pe;
+}
+
 class engine_job {
  public:
   explicit engine_job(const job_options& o) : options(o), fabric(o.n_pes, o.network) {
     const int engines = o.engines < 0 ? o.n_pes : o.engines;
     std::mt19937_64 rng(o.seed);
     for (int p = 0; p < o.n_pes; ++p) {
-      auto pe = std::make_unique<job_pe>();
-      pe->heap.resize((o.heap_bytes + 7) / 8);
-      for (auto& w : pe->heap) w = rng();
-      pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
-      pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
-      proxy_ring_initialize(pe->ring, o.first_sequence);
-      pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes);
+      auto pe = make_job_pe(o, rng);
       pe->net = fabric.connect(p);
       if (p < engines)
         pe->engine = std::make_unique<proxy_engine>(pe->ring, *pe->net, *pe->memory, limits(), o.engine);

@@ -1,0 +1,619 @@
+// Multi-process tests of the proxy engine (transport/proxy_engine.hpp) over the UCX network, moving host
+// memory: ProxyOverUcx runs on every PE of a job started by shoalrun (2 and 4 PEs, each over UCX_TLS=tcp
+// and over shared memory). Each PE has a host heap (host_local_memory), a ring in ordinary host memory and
+// an engine, made as the one-process CPU tests make theirs (tests/cpu/test_proxy_engine_job.hpp), but with
+// make_ucx_network instead of a loopback fabric. Host producer threads post through proxy_engine_host.hpp.
+//
+// Nothing here can read a peer's memory, so each check is made where the data is: every writer owns a
+// region of every heap that only it writes, keeps a model of it, and after a bootstrap barrier hands the
+// model to the owner (bootstrap alltoall), who compares it with its heap byte for byte. Fetched values are
+// gathered through the bootstrap. Every wait has a deadline (kPatience, SHOAL_BOOTSTRAP_TIMEOUT); checks
+// are non-fatal where a PE must still reach the next collective.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../cpu/test_proxy_engine_job.hpp"
+#include "network_test_util.hpp"
+#include "shoal/bootstrap.hpp"
+#include "shoal/error.hpp"
+
+namespace shoal_mp {
+namespace {
+
+using namespace shoal::detail;
+using engine_test::job_options;
+using engine_test::job_pe;
+using engine_test::kPatience;
+using engine_test::random_bytes;
+
+std::unique_ptr<shoal::bootstrap> g_proxy_boot;  // this suite's own bootstrap
+
+// The seed of PE `pe`'s initial heap bytes, so that any PE can compute them (initial_heap).
+std::uint64_t heap_seed(const job_options& o, int pe) { return o.seed * 1000 + std::uint64_t(pe); }
+
+// PE `pe`'s heap as make_job_pe filled it.
+std::vector<std::byte> initial_heap(const job_options& o, int pe) {
+  std::mt19937_64 rng(heap_seed(o, pe));
+  std::vector<std::uint64_t> words((o.heap_bytes + 7) / 8);
+  for (auto& w : words) w = rng();
+  std::vector<std::byte> out(o.heap_bytes);
+  std::memcpy(out.data(), words.data(), out.size());
+  return out;
+}
+
+// This PE's part of a job of engines over UCX. Collective: every PE constructs it, and finish()es it, in
+// the same order. Peers send only after start()'s barrier, when every engine runs; finish() stops this
+// engine only after a barrier that every PE reaches after its last quiet, so no peer still needs it.
+class ucx_engine_job {
+ public:
+  ucx_engine_job(shoal::bootstrap& boot, const job_options& o) : boot_(boot), options_(o) {
+    std::mt19937_64 rng(heap_seed(o, boot.pe()));
+    pe_ = engine_test::make_job_pe(o, rng);
+    pe_->net = make_ucx_network(boot);
+    pe_->engine = std::make_unique<proxy_engine>(pe_->ring, *pe_->net, *pe_->memory, limits(), o.engine);
+  }
+  ~ucx_engine_job() {
+    try {
+      finish();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "finishing the job: " << e.what();
+    }
+  }
+
+  proxy_limits limits() const {
+    return {.n_pes = boot_.n_pes(), .heap_bytes = options_.heap_bytes, .completion_slots = options_.ring.result_slots};
+  }
+  void start() {
+    pe_->engine->start();
+    boot_.barrier();
+  }
+  // While the engines run they progress their networks themselves: a plain bootstrap barrier is safe.
+  void barrier() { boot_.barrier(); }
+
+  // Barrier, stop and destroy the engine (a failure it recorded fails the test), then a barrier with this
+  // thread progressing the network, then close it: nobody closes while another still needs it. Once.
+  void finish() {
+    if (!pe_->net) return;
+    boot_.barrier();
+    try {
+      pe_->engine->stop();
+    } catch (const shoal::error& e) {
+      ADD_FAILURE() << "engine of PE " << boot_.pe() << ": " << e.what();
+    }
+    pe_->engine.reset();
+    with_progress(*pe_->net, [this] { boot_.barrier(); });
+    pe_->net.reset();
+  }
+
+  shoal::bootstrap& boot() { return boot_; }
+  const job_options& options() const { return options_; }
+  job_pe& me() { return *pe_; }
+  proxy_engine& engine() { return *pe_->engine; }
+  int pe() const { return boot_.pe(); }
+  int n_pes() const { return boot_.n_pes(); }
+
+ private:
+  shoal::bootstrap& boot_;
+  job_options options_;
+  std::unique_ptr<job_pe> pe_;
+};
+
+class ProxyOverUcx : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!ucx_network_available()) return;
+    if (!g_proxy_boot) g_proxy_boot = shoal::make_bootstrap_from_env();
+  }
+  static void TearDownTestSuite() { g_proxy_boot.reset(); }
+  void SetUp() override {
+    if (!ucx_network_available()) GTEST_SKIP() << "no UCX in this build: " << describe_ucx_network();
+  }
+  shoal::bootstrap& boot() { return *g_proxy_boot; }
+};
+
+// ---- the random mix ----
+
+// Heap of every PE: two shared counters, then one slice per producer of the job (only that producer writes
+// it, on every PE, so its model is exact), then each local producer's arenas for put sources and get
+// destinations. As in tests/cpu/test_proxy_engine.cpp.
+constexpr int kProducers = 2;  // per PE
+constexpr std::uint64_t kCounter32 = 0;
+constexpr std::uint64_t kCounter64 = 8;
+constexpr std::uint64_t kCounter64Start = (std::uint64_t{1} << 40) - 3;
+constexpr std::uint64_t kSlicesBase = 64;
+constexpr std::uint64_t kSliceData = 20000;
+constexpr std::uint64_t kSignals = kSliceData;  // 4 signal words
+constexpr std::uint64_t kAtomics = kSliceData + 32;
+constexpr std::uint64_t kSliceBytes = kSliceData + 64;
+constexpr std::uint64_t kArenaBytes = 48 * 1024;
+
+std::uint64_t atomic_offset(proxy_atomic_type t) {
+  switch (t) {
+    case proxy_atomic_type::int32:
+      return kAtomics;
+    case proxy_atomic_type::float32:
+      return kAtomics + 4;
+    case proxy_atomic_type::int64:
+      return kAtomics + 8;
+    case proxy_atomic_type::float64:
+      return kAtomics + 16;
+  }
+  return kAtomics;
+}
+
+struct mix_layout {
+  int n_pes;
+  std::uint64_t slice(int pe, int producer) const {
+    return kSlicesBase + std::uint64_t(pe * kProducers + producer) * kSliceBytes;
+  }
+  std::uint64_t arenas() const { return kSlicesBase + std::uint64_t(n_pes * kProducers) * kSliceBytes; }
+  std::uint64_t source_arena(int producer) const { return arenas() + std::uint64_t(producer) * 2 * kArenaBytes; }
+  std::uint64_t get_arena(int producer) const { return source_arena(producer) + kArenaBytes; }
+  std::uint64_t heap_bytes() const { return arenas() + kProducers * 2 * kArenaBytes; }
+};
+
+// The model of one atomic, independent of host_atomic_apply. Returns the old value.
+std::uint64_t model_atomic(std::byte* word, proxy_atomic_op op, unsigned width, std::uint64_t value,
+                           std::uint64_t compare) {
+  std::uint64_t old = 0;
+  std::memcpy(&old, word, width);
+  const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
+  std::uint64_t next = old;
+  switch (op) {
+    case proxy_atomic_op::fetch:
+      break;
+    case proxy_atomic_op::set:
+    case proxy_atomic_op::swap:
+      next = value;
+      break;
+    case proxy_atomic_op::compare_swap:
+      next = old == compare ? value : old;
+      break;
+    case proxy_atomic_op::fetch_add:
+    case proxy_atomic_op::add:
+      next = (old + value) & mask;
+      break;
+    case proxy_atomic_op::fetch_and:
+    case proxy_atomic_op::bit_and:
+      next = old & value;
+      break;
+    case proxy_atomic_op::fetch_or:
+    case proxy_atomic_op::bit_or:
+      next = old | value;
+      break;
+    case proxy_atomic_op::fetch_xor:
+    case proxy_atomic_op::bit_xor:
+      next = old ^ value;
+      break;
+  }
+  std::memcpy(word, &next, width);
+  return old;
+}
+
+// One fetch_add on a shared counter, as gathered through the bootstrap.
+struct count_record {
+  std::uint32_t target;
+  std::uint32_t wide;
+  std::uint64_t old;
+};
+
+// One producer thread of this PE: rounds of random requests to random PEs (this one included), each round
+// ended by a quiet after which its gets' destinations are checked. Its slices on the other PEs are checked
+// by their owners at the end (models()).
+class mix_producer {
+ public:
+  mix_producer(ucx_engine_job& job, int producer, std::uint64_t seed)
+      : job_(job), me_(job.me()), producer_(producer), layout_{job.n_pes()}, rng_(seed),
+        source_vec_(kArenaBytes), get_vec_(kArenaBytes) {
+    for (int t = 0; t < job.n_pes(); ++t) {
+      const std::vector<std::byte> heap = initial_heap(job.options(), t);
+      model_.emplace_back(heap.begin() + my_slice(), heap.begin() + my_slice() + kSliceBytes);
+    }
+  }
+
+  void run(int rounds, int ops) {
+    for (int r = 0; r < rounds && !failed_; ++r) round(ops);
+  }
+  const std::vector<std::vector<std::byte>>& models() const { return model_; }  // my slice on each PE
+  const std::vector<count_record>& counts() const { return counts_; }
+
+ private:
+  struct pending_get {
+    const std::byte* destination;
+    std::vector<std::byte> expected;
+    std::string what;
+  };
+
+  std::uint64_t my_slice() const { return layout_.slice(job_.pe(), producer_); }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+  std::uint64_t length() {
+    const std::uint64_t pick = below(100);
+    if (pick < 55) return below(65);
+    if (pick < 85) return 65 + below(4000);
+    return 4001 + below(kSliceData - 4000);
+  }
+
+  // A local buffer of n bytes from this round's arenas, in the heap or (local_is_address) in a vector.
+  bool take(bool source, std::uint64_t n, proxy_request& r, std::byte*& where) {
+    const bool address = rng_() % 2 == 0;
+    std::uint64_t& used = source ? (address ? used_source_vec_ : used_source_heap_)
+                                 : (address ? used_get_vec_ : used_get_heap_);
+    if (used + n > kArenaBytes) return false;
+    r.local_is_address = address;
+    if (address) {
+      where = (source ? source_vec_ : get_vec_).data() + used;
+      r.local = reinterpret_cast<std::uintptr_t>(where);
+    } else {
+      r.local = (source ? layout_.source_arena(producer_) : layout_.get_arena(producer_)) + used;
+      where = me_.base() + r.local;
+    }
+    used += n;
+    return true;
+  }
+
+  void post(const proxy_request& r) {
+    const proxy_status s = proxy_host_post(me_.ring, r, kPatience).status;
+    if (s != proxy_status::ok) fail("post", s);
+  }
+  std::uint64_t call(const proxy_request& r) {
+    const proxy_host_result res = proxy_host_call(me_.ring, r, kPatience);
+    if (res.status != proxy_status::ok) fail("call", res.status);
+    return res.value;
+  }
+  void fail(const char* what, proxy_status s) {
+    ADD_FAILURE() << "PE " << job_.pe() << " producer " << producer_ << ": " << what << ": " << to_string(s);
+    failed_ = true;
+  }
+
+  bool put(int target, bool with_signal) {
+    const std::uint64_t n = length();
+    const std::uint64_t at = below(kSliceData - n + 1);
+    proxy_request r{.op = with_signal ? proxy_op::put_signal : proxy_op::put, .pe = target,
+                    .remote_offset = my_slice() + at, .size = n};
+    std::byte* src = nullptr;
+    if (!take(true, n, r, src)) return false;
+    const auto data = random_bytes(rng_, n);
+    std::copy(data.begin(), data.end(), src);
+    std::copy(data.begin(), data.end(), model_[target].begin() + at);
+    if (with_signal) add_signal(r, target);
+    post(r);
+    return true;
+  }
+
+  void add_signal(proxy_request& r, int target) {
+    const std::uint64_t word = kSignals + 8 * below(4);
+    r.signal_op = rng_() % 2 ? proxy_signal_op::add : proxy_signal_op::set;
+    r.signal_offset = my_slice() + word;
+    r.value = rng_();
+    std::uint64_t v;
+    std::memcpy(&v, model_[target].data() + word, 8);
+    v = r.signal_op == proxy_signal_op::add ? v + r.value : r.value;
+    std::memcpy(model_[target].data() + word, &v, 8);
+  }
+
+  bool get(int target) {
+    const std::uint64_t n = length();
+    const std::uint64_t at = below(kSliceData - n + 1);
+    proxy_request r{.op = proxy_op::get, .pe = target, .remote_offset = my_slice() + at, .size = n};
+    std::byte* dst = nullptr;
+    if (!take(false, n, r, dst)) return false;
+    // Requests to one target are applied in ticket order, so the get sees every earlier put of mine.
+    gets_.push_back({dst, {model_[target].begin() + at, model_[target].begin() + at + n},
+                     "get of " + std::to_string(n) + " bytes at " + std::to_string(at) + " from PE " +
+                         std::to_string(target)});
+    post(r);
+    return true;
+  }
+
+  void atomic(int target) {
+    static constexpr proxy_atomic_type kTypes[] = {proxy_atomic_type::int32, proxy_atomic_type::int64,
+                                                   proxy_atomic_type::float32, proxy_atomic_type::float64};
+    const proxy_atomic_type type = kTypes[below(4)];
+    const proxy_atomic_op op = proxy_atomic_is_float(type) ? proxy_atomic_op(below(3))  // fetch, set, swap
+                                                           : proxy_atomic_op(below(kProxyAtomicOpCount));
+    const unsigned width = proxy_atomic_width(type);
+    const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
+    std::byte* word = model_[target].data() + atomic_offset(type);
+    std::uint64_t current = 0;
+    std::memcpy(&current, word, width);
+    proxy_request r{.op = proxy_op::atomic, .atomic_op = op, .atomic_type = type, .pe = target,
+                    .remote_offset = my_slice() + atomic_offset(type)};
+    if (proxy_atomic_has_operand(op)) r.value = rng_() & mask;
+    if (op == proxy_atomic_op::compare_swap) r.compare = rng_() % 2 ? current : rng_() & mask;
+    const std::uint64_t expected = model_atomic(word, op, width, r.value, r.compare);
+    if (proxy_atomic_fetches(op)) {
+      r.completion = static_cast<std::uint32_t>(producer_);  // my result slot
+      EXPECT_EQ(call(r), expected) << "atomic op " << int(op) << " type " << int(type) << " on PE " << target;
+    } else {
+      post(r);
+    }
+  }
+
+  void count(int target) {
+    const bool wide = rng_() % 2;
+    proxy_request r{.op = proxy_op::atomic, .atomic_op = proxy_atomic_op::fetch_add,
+                    .atomic_type = wide ? proxy_atomic_type::int64 : proxy_atomic_type::int32, .pe = target,
+                    .completion = static_cast<std::uint32_t>(producer_),
+                    .remote_offset = wide ? kCounter64 : kCounter32, .value = 1};
+    const std::uint64_t old = call(r);
+    counts_.push_back({static_cast<std::uint32_t>(target), wide, old});
+  }
+
+  void round(int ops) {
+    used_source_heap_ = used_source_vec_ = used_get_heap_ = used_get_vec_ = 0;
+    gets_.clear();
+    for (int i = 0; i < ops && !failed_; ++i) {
+      const int target = static_cast<int>(below(job_.n_pes()));
+      const std::uint64_t pick = below(100);
+      bool room = true;
+      if (pick < 30) {
+        room = put(target, false);
+      } else if (pick < 50) {
+        room = get(target);
+      } else if (pick < 60) {
+        room = put(target, true);
+      } else if (pick < 70) {
+        proxy_request r{.op = proxy_op::signal, .pe = target};
+        add_signal(r, target);
+        post(r);
+      } else if (pick < 90) {
+        atomic(target);
+      } else if (pick < 95) {
+        count(target);
+      } else {
+        post(proxy_request{.op = proxy_op::fence, .pe = rng_() % 2 ? kProxyAllPes : target});
+      }
+      if (!room) break;
+    }
+    const proxy_status q = proxy_host_quiet(me_.ring, kPatience);
+    if (q != proxy_status::ok) return fail("quiet", q);
+    for (const pending_get& g : gets_)
+      if (std::memcmp(g.destination, g.expected.data(), g.expected.size()) != 0) {
+        ADD_FAILURE() << "PE " << job_.pe() << " producer " << producer_ << ": " << g.what;
+        failed_ = true;
+      }
+  }
+
+  ucx_engine_job& job_;
+  job_pe& me_;
+  int producer_;
+  mix_layout layout_;
+  std::mt19937_64 rng_;
+  std::vector<std::vector<std::byte>> model_;
+  std::vector<std::byte> source_vec_, get_vec_;
+  std::uint64_t used_source_heap_ = 0, used_source_vec_ = 0, used_get_heap_ = 0, used_get_vec_ = 0;
+  std::vector<pending_get> gets_;
+  std::vector<count_record> counts_;
+  bool failed_ = false;
+};
+
+// Hands every producer's model of its slice on PE q to PE q, which compares it with its heap.
+void check_slices_at_their_owners(ucx_engine_job& job, const std::vector<std::unique_ptr<mix_producer>>& producers) {
+  const int n = job.n_pes();
+  const std::size_t block = kProducers * kSliceBytes;  // what one PE sends one PE
+  std::vector<std::byte> send(block * n), recv(block * n);
+  for (int q = 0; q < n; ++q)
+    for (int k = 0; k < kProducers; ++k)
+      std::memcpy(send.data() + q * block + k * kSliceBytes, producers[k]->models()[q].data(), kSliceBytes);
+  job.boot().alltoall(send.data(), recv.data(), block);
+  const mix_layout layout{n};
+  for (int p = 0; p < n; ++p)
+    for (int k = 0; k < kProducers; ++k) {
+      const std::byte* want = recv.data() + p * block + k * kSliceBytes;
+      const std::byte* got = job.me().base() + layout.slice(p, k);
+      std::size_t b = 0;
+      while (b < kSliceBytes && got[b] == want[b]) ++b;
+      EXPECT_EQ(b, kSliceBytes) << "PE " << job.pe() << ": byte " << b << " of the slice of PE " << p
+                                << " producer " << k << " differs from its writer's model";
+    }
+}
+
+// Gathers every PE's fetch_adds; the old values returned on each counter must be exactly start .. start +
+// n - 1, and (checked by the counter's owner) the counter must end at start + n.
+void check_counters(ucx_engine_job& job, const std::vector<std::unique_ptr<mix_producer>>& producers) {
+  std::vector<count_record> mine;
+  for (const auto& pr : producers) mine.insert(mine.end(), pr->counts().begin(), pr->counts().end());
+  const int n = job.n_pes();
+  std::uint64_t my_count = mine.size();
+  std::vector<std::uint64_t> counts(n);
+  job.boot().all_gather(&my_count, counts.data(), sizeof my_count);
+  const std::uint64_t most = *std::max_element(counts.begin(), counts.end());
+  mine.resize(most, count_record{~0u, 0, 0});  // padding, ignored
+  std::vector<count_record> all(most * n);
+  if (most > 0) job.boot().all_gather(mine.data(), all.data(), most * sizeof(count_record));
+
+  for (int t = 0; t < n; ++t)
+    for (const bool wide : {false, true}) {
+      std::vector<std::uint64_t> got;
+      for (const count_record& c : all)
+        if (c.target == std::uint32_t(t) && bool(c.wide) == wide) got.push_back(c.old);
+      std::sort(got.begin(), got.end());
+      const std::uint64_t start = wide ? kCounter64Start : 0;
+      bool exact = true;
+      for (std::size_t i = 0; i < got.size(); ++i) exact = exact && got[i] == start + i;
+      EXPECT_TRUE(exact) << (wide ? "64" : "32") << "-bit counter of PE " << t << ": the " << got.size()
+                         << " fetched values are not exactly start .. start + n - 1";
+      if (t != job.pe()) continue;
+      const std::uint64_t final_value =
+          wide ? job.me().load<std::uint64_t>(kCounter64) : job.me().load<std::uint32_t>(kCounter32);
+      EXPECT_EQ(final_value, start + got.size()) << "PE " << t << (wide ? " 64" : " 32") << "-bit counter";
+    }
+}
+
+// Two producer threads per PE post random puts, gets, put_signals, signals, atomics of every op and type,
+// shared-counter fetch_adds and fences to random PEs, with small chunks (3000 bytes, a 7000-byte window)
+// so that most transfers take several chunks and round trips over UCX.
+TEST_F(ProxyOverUcx, RandomRequestsFromEveryPeMatchTheModel) {
+  const int n = boot().n_pes();
+  const mix_layout layout{n};
+  const job_options o{.n_pes = n, .heap_bytes = layout.heap_bytes(),
+                      .engine = {.chunk_bytes = 3000, .peer_window_bytes = 7000}, .seed = 21};
+  ucx_engine_job job(boot(), o);
+  std::memset(job.me().base() + kCounter32, 0, 4);
+  std::memcpy(job.me().base() + kCounter64, &kCounter64Start, 8);
+  job.start();
+
+  std::vector<std::unique_ptr<mix_producer>> producers;
+  for (int k = 0; k < kProducers; ++k)
+    producers.push_back(std::make_unique<mix_producer>(job, k, 1000u * job.pe() + k + 1));
+  const int rounds = n == 2 ? 150 : 75;
+  std::vector<std::thread> threads;
+  for (auto& pr : producers) threads.emplace_back([&pr, rounds] { pr->run(rounds, 16); });
+  for (auto& t : threads) t.join();
+  job.barrier();  // every PE's last quiet is done: every slice and counter is final
+
+  check_slices_at_their_owners(job, producers);
+  check_counters(job, producers);
+  const proxy_engine_counters c = job.engine().counters();
+  EXPECT_GE(c.requests, std::uint64_t(kProducers) * rounds);
+  EXPECT_GT(c.served, 0u);
+  if (job.pe() == 0)
+    std::printf("PE 0 over %s: %llu requests, %llu data chunks, %llu served, %llu messages sent\n",
+                job.me().net->capabilities().transports.c_str(), (unsigned long long)c.requests,
+                (unsigned long long)c.data_chunks, (unsigned long long)c.served, (unsigned long long)c.messages_sent);
+  job.finish();
+}
+
+// ---- large transfers ----
+
+// Default 1 MiB chunks. Every PE puts two blocks of several MiB at odd sizes and offsets to every PE (itself
+// included), one from an address buffer and one from its heap, then gets them back shifted by a byte into
+// the other kind of buffer; the chunk counts are part of the check, and each owner checks what landed.
+constexpr std::uint64_t kBigSizes[] = {(2ull << 20) + 13, 3 * kProxyChunkBytes - 7};
+constexpr std::uint64_t kBigSlot = 6ull << 20;  // per writer on every PE: both blocks and odd gaps
+constexpr std::uint64_t kBigSource = 3ull << 20;
+constexpr std::uint64_t kBigGetArea = 3ull << 20;
+
+std::uint64_t big_seed(int from, int to, int block) {
+  return (0xb16ull << 32) ^ (std::uint64_t(from) << 16) ^ (std::uint64_t(to) << 4) ^ std::uint64_t(block);
+}
+// Where block `block` from PE `from` lands on every PE: odd offsets in the writer's slot.
+std::uint64_t big_offset(int from, int block) {
+  return kBigSource + kBigGetArea + std::uint64_t(from) * kBigSlot + 5 + std::uint64_t(block) * (kBigSizes[0] + 3);
+}
+
+TEST_F(ProxyOverUcx, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
+  const int n = boot().n_pes();
+  ucx_engine_job job(boot(), {.n_pes = n, .heap_bytes = kBigSource + kBigGetArea + n * kBigSlot, .seed = 22});
+  job.start();
+  job_pe& me = job.me();
+  const std::uint64_t heap_source = 1;  // odd heap offsets for the heap-buffer block
+  for (int t = 0; t < n; ++t) {
+    SCOPED_TRACE("PE " + std::to_string(job.pe()) + " to PE " + std::to_string(t));
+    std::vector<std::byte> from_vec(kBigSizes[0]);
+    fill(from_vec, big_seed(job.pe(), t, 0));
+    fill({me.base() + heap_source, kBigSizes[1]}, big_seed(job.pe(), t, 1));
+    const std::uint64_t chunks_before = job.engine().counters().data_chunks;
+    const proxy_request puts[] = {
+        {.op = proxy_op::put, .local_is_address = true, .pe = t, .remote_offset = big_offset(job.pe(), 0),
+         .local = reinterpret_cast<std::uintptr_t>(from_vec.data()), .size = kBigSizes[0]},
+        {.op = proxy_op::put, .pe = t, .remote_offset = big_offset(job.pe(), 1), .local = heap_source,
+         .size = kBigSizes[1]}};
+    for (const proxy_request& r : puts) ASSERT_EQ(proxy_host_post(me.ring, r, kPatience).status, proxy_status::ok);
+    ASSERT_EQ(proxy_host_quiet(me.ring, kPatience), proxy_status::ok);
+
+    // Back, one byte in: block 0 into the heap's get area (odd offset), block 1 into a vector.
+    std::vector<std::byte> into_vec(kBigSizes[1]);
+    const std::uint64_t heap_get = kBigSource + 3;
+    const proxy_request gets[] = {
+        {.op = proxy_op::get, .pe = t, .remote_offset = big_offset(job.pe(), 0) + 1, .local = heap_get,
+         .size = kBigSizes[0] - 1},
+        {.op = proxy_op::get, .local_is_address = true, .pe = t, .remote_offset = big_offset(job.pe(), 1) + 1,
+         .local = reinterpret_cast<std::uintptr_t>(into_vec.data()), .size = kBigSizes[1] - 1}};
+    for (const proxy_request& r : gets) ASSERT_EQ(proxy_host_post(me.ring, r, kPatience).status, proxy_status::ok);
+    ASSERT_EQ(proxy_host_quiet(me.ring, kPatience), proxy_status::ok);
+    EXPECT_EQ(0, std::memcmp(me.base() + heap_get, from_vec.data() + 1, kBigSizes[0] - 1)) << "block 0 back";
+    std::vector<std::byte> want1(kBigSizes[1]);
+    fill(want1, big_seed(job.pe(), t, 1));
+    EXPECT_EQ(0, std::memcmp(into_vec.data(), want1.data() + 1, kBigSizes[1] - 1)) << "block 1 back";
+
+    std::uint64_t expected_chunks = 0;
+    for (const std::uint64_t s : kBigSizes)
+      expected_chunks += (s + kProxyChunkBytes - 1) / kProxyChunkBytes + (s - 1 + kProxyChunkBytes - 1) / kProxyChunkBytes;
+    EXPECT_EQ(job.engine().counters().data_chunks - chunks_before, expected_chunks);
+  }
+  job.barrier();  // every PE's puts are complete: check what landed here
+  for (int p = 0; p < n; ++p)
+    for (int block = 0; block < 2; ++block) {
+      std::vector<std::byte> want(kBigSizes[block]);
+      fill(want, big_seed(p, job.pe(), block));
+      const std::span<const std::byte> got(me.base() + big_offset(p, block), kBigSizes[block]);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()))
+          << "block " << block << " from PE " << p << ": first difference at byte " << first_difference(got, want);
+    }
+  job.finish();
+}
+
+// ---- put_signal order ----
+
+// Every PE put_signals rounds of data (tens of 4 KiB chunks each, several round trips) to the next PE, each
+// round into its own range, adding 1 to a signal word; a thread of the receiving PE polls the word and,
+// each time it moves, checks that the data of every round it covers is already there.
+constexpr int kSignalRounds = 24;
+constexpr std::uint64_t kSignalWord = 0;
+constexpr std::uint64_t kRoundData = 64;
+constexpr std::uint64_t kRoundMax = 100000;
+
+std::vector<std::byte> round_bytes(int from, int k) {
+  // Less than kRoundMax - 6, so that rounds at their odd offsets (round_offset) never overlap.
+  std::vector<std::byte> data(kRoundMax / 2 + (std::uint64_t(k) * 7919 + std::uint64_t(from) * 31) % (kRoundMax / 2 - 16));
+  fill(data, big_seed(from, 0, 1000 + k));
+  return data;
+}
+std::uint64_t round_offset(int k) { return kRoundData + std::uint64_t(k) * kRoundMax + std::uint64_t(k % 7); }
+
+// Polls this PE's signal word until it reaches kSignalRounds; each new value must come after its rounds' data.
+void poll_signals(job_pe& me, int from) {
+  const auto until = std::chrono::steady_clock::now() + kPatience;
+  std::atomic_ref<std::uint64_t> signal(*reinterpret_cast<std::uint64_t*>(me.base() + kSignalWord));
+  std::uint64_t checked = 0;
+  while (checked < kSignalRounds) {
+    const std::uint64_t seen = signal.load(std::memory_order_acquire);
+    if (seen > kSignalRounds) return void(ADD_FAILURE() << "signal " << seen << " past " << kSignalRounds);
+    for (; checked < seen; ++checked) {
+      const int k = static_cast<int>(checked);
+      const std::vector<std::byte> data = round_bytes(from, k);
+      if (std::memcmp(me.base() + round_offset(k), data.data(), data.size()) != 0)
+        return void(ADD_FAILURE() << "signal " << seen << " seen before all " << data.size() << " bytes of round "
+                                  << k << " from PE " << from);
+    }
+    if (std::chrono::steady_clock::now() > until)
+      return void(ADD_FAILURE() << "signal stuck at " << seen << " of " << kSignalRounds);
+    std::this_thread::yield();
+  }
+}
+
+TEST_F(ProxyOverUcx, PutSignalNeverShowsTheSignalBeforeTheData) {
+  const int n = boot().n_pes();
+  ucx_engine_job job(boot(), {.n_pes = n, .heap_bytes = kRoundData + (kSignalRounds + 1) * kRoundMax,
+                              .engine = {.chunk_bytes = 4096, .peer_window_bytes = 16384}, .seed = 23});
+  std::memset(job.me().base() + kSignalWord, 0, 8);
+  job.start();
+  const int to = (job.pe() + 1) % n, from = (job.pe() + n - 1) % n;
+  std::thread poller([&] { poll_signals(job.me(), from); });
+
+  std::vector<std::vector<std::byte>> rounds;  // alive until the quiet
+  for (int k = 0; k < kSignalRounds; ++k) rounds.push_back(round_bytes(job.pe(), k));
+  for (int k = 0; k < kSignalRounds; ++k) {
+    const proxy_request r{.op = proxy_op::put_signal, .signal_op = proxy_signal_op::add, .local_is_address = true,
+                          .pe = to, .remote_offset = round_offset(k),
+                          .local = reinterpret_cast<std::uintptr_t>(rounds[k].data()), .size = rounds[k].size(),
+                          .value = 1, .signal_offset = kSignalWord};
+    EXPECT_EQ(proxy_host_post(job.me().ring, r, kPatience).status, proxy_status::ok);
+  }
+  EXPECT_EQ(proxy_host_quiet(job.me().ring, kPatience), proxy_status::ok);
+  poller.join();
+  job.finish();
+}
+
+}  // namespace
+}  // namespace shoal_mp
