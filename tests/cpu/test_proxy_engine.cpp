@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -20,193 +19,6 @@ namespace {
 
 // ---- the random mix ----
 
-struct counter_results {
-  std::mutex mutex;
-  std::map<int, std::vector<std::uint64_t>> by_target32, by_target64;
-};
-
-// One producer thread: `rounds` rounds of up to `ops` random requests and a quiet, each round checked.
-class mix_producer {
- public:
-  mix_producer(engine_job& job, int pe, int producer, std::uint64_t seed, counter_results& counters)
-      : job_(job), me_(job[pe]), pe_(pe), producer_(producer), layout_{job.n_pes()}, rng_(seed),
-        counters_(counters), source_vec_(kArenaBytes), get_vec_(kArenaBytes) {
-    // My slice on every target starts as whatever random bytes it holds.
-    for (int t = 0; t < job.n_pes(); ++t) {
-      const std::byte* s = job[t].base() + my_slice();
-      model_.emplace_back(s, s + kSliceBytes);
-    }
-  }
-
-  void run(int rounds, int ops) {
-    for (int r = 0; r < rounds && !::testing::Test::HasFatalFailure(); ++r) round(ops);
-  }
-
- private:
-  struct pending_get {
-    const std::byte* destination;
-    std::vector<std::byte> expected;
-    std::string what;
-  };
-
-  std::uint64_t my_slice() const { return layout_.slice(pe_, producer_); }
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : rng_() % n; }
-  std::uint64_t length() {
-    const std::uint64_t pick = below(100);
-    if (pick < 55) return below(65);
-    if (pick < 85) return 65 + below(4000);
-    return 4001 + below(kSliceData - 4000);
-  }
-
-  // A local buffer of n bytes from this round's arenas, in the heap or (local_is_address) in a vector.
-  bool take(bool source, std::uint64_t n, proxy_request& r, std::byte*& where) {
-    const bool address = rng_() % 2 == 0;
-    std::uint64_t& used = source ? (address ? used_source_vec_ : used_source_heap_) : (address ? used_get_vec_ : used_get_heap_);
-    if (used + n > kArenaBytes) return false;
-    r.local_is_address = address;
-    if (address) {
-      where = (source ? source_vec_ : get_vec_).data() + used;
-      r.local = reinterpret_cast<std::uintptr_t>(where);
-    } else {
-      r.local = (source ? layout_.source_arena(producer_) : layout_.get_arena(producer_)) + used;
-      where = me_.base() + r.local;
-    }
-    used += n;
-    return true;
-  }
-
-  void post(const proxy_request& r) {
-    const proxy_host_result res = proxy_host_post(me_.ring, r, kPatience);
-    ASSERT_EQ(res.status, proxy_status::ok) << to_string(res.status);
-  }
-  std::uint64_t call(const proxy_request& r) {
-    const proxy_host_result res = proxy_host_call(me_.ring, r, kPatience);
-    EXPECT_EQ(res.status, proxy_status::ok) << to_string(res.status);
-    return res.value;
-  }
-
-  bool put(int target, bool with_signal) {
-    const std::uint64_t n = length();
-    const std::uint64_t at = below(kSliceData - n + 1);
-    proxy_request r{.op = with_signal ? proxy_op::put_signal : proxy_op::put, .pe = target,
-                    .remote_offset = my_slice() + at, .size = n};
-    std::byte* src = nullptr;
-    if (!take(true, n, r, src)) return false;
-    const auto data = random_bytes(rng_, n);
-    std::copy(data.begin(), data.end(), src);
-    std::copy(data.begin(), data.end(), model_[target].begin() + at);
-    if (with_signal) add_signal(r, target);
-    post(r);
-    return true;
-  }
-
-  void add_signal(proxy_request& r, int target) {
-    const std::uint64_t word = kSignals + 8 * below(4);
-    r.signal_op = rng_() % 2 ? proxy_signal_op::add : proxy_signal_op::set;
-    r.signal_offset = my_slice() + word;
-    r.value = rng_();
-    std::uint64_t v;
-    std::memcpy(&v, model_[target].data() + word, 8);
-    v = r.signal_op == proxy_signal_op::add ? v + r.value : r.value;
-    std::memcpy(model_[target].data() + word, &v, 8);
-  }
-
-  bool get(int target) {
-    const std::uint64_t n = length();
-    const std::uint64_t at = below(kSliceData - n + 1);
-    proxy_request r{.op = proxy_op::get, .pe = target, .remote_offset = my_slice() + at, .size = n};
-    std::byte* dst = nullptr;
-    if (!take(false, n, r, dst)) return false;
-    // Requests to one target are applied in ticket order, so the get sees every earlier put of mine.
-    gets_.push_back({dst, {model_[target].begin() + at, model_[target].begin() + at + n},
-                     fmt::format("get of {} bytes at {} from PE {}", n, at, target)});
-    post(r);
-    return true;
-  }
-
-  void atomic(int target) {
-    static constexpr proxy_atomic_type kTypes[] = {proxy_atomic_type::int32, proxy_atomic_type::int64,
-                                                   proxy_atomic_type::float32, proxy_atomic_type::float64};
-    const proxy_atomic_type type = kTypes[below(4)];
-    const proxy_atomic_op op = proxy_atomic_is_float(type) ? proxy_atomic_op(below(3))  // fetch, set, swap
-                                                           : proxy_atomic_op(below(kProxyAtomicOpCount));
-    const unsigned width = proxy_atomic_width(type);
-    const std::uint64_t mask = width == 4 ? 0xffffffffull : ~0ull;
-    std::byte* word = model_[target].data() + atomic_offset(type);
-    std::uint64_t current = 0;
-    std::memcpy(&current, word, width);
-    proxy_request r{.op = proxy_op::atomic, .atomic_op = op, .atomic_type = type, .pe = target,
-                    .remote_offset = my_slice() + atomic_offset(type)};
-    if (proxy_atomic_has_operand(op)) r.value = rng_() & mask;
-    if (op == proxy_atomic_op::compare_swap) r.compare = rng_() % 2 ? current : rng_() & mask;
-    const std::uint64_t expected = model_atomic(word, op, width, r.value, r.compare);
-    if (proxy_atomic_fetches(op)) {
-      r.completion = static_cast<std::uint32_t>(producer_);  // my result slot
-      EXPECT_EQ(call(r), expected) << "atomic op " << int(op) << " type " << int(type) << " on PE " << target;
-    } else {
-      post(r);
-    }
-  }
-
-  void count(int target) {
-    const bool wide = rng_() % 2;
-    proxy_request r{.op = proxy_op::atomic, .atomic_op = proxy_atomic_op::fetch_add,
-                    .atomic_type = wide ? proxy_atomic_type::int64 : proxy_atomic_type::int32, .pe = target,
-                    .completion = static_cast<std::uint32_t>(producer_), .remote_offset = wide ? kCounter64 : kCounter32,
-                    .value = 1};
-    const std::uint64_t old = call(r);
-    std::lock_guard lock(counters_.mutex);
-    (wide ? counters_.by_target64 : counters_.by_target32)[target].push_back(old);
-  }
-
-  void round(int ops) {
-    used_source_heap_ = used_source_vec_ = used_get_heap_ = used_get_vec_ = 0;
-    gets_.clear();
-    for (int i = 0; i < ops; ++i) {
-      const int target = static_cast<int>(below(job_.n_pes()));
-      const std::uint64_t pick = below(100);
-      bool room = true;
-      if (pick < 30) {
-        room = put(target, false);
-      } else if (pick < 50) {
-        room = get(target);
-      } else if (pick < 60) {
-        room = put(target, true);
-      } else if (pick < 70) {
-        proxy_request r{.op = proxy_op::signal, .pe = target};
-        add_signal(r, target);
-        post(r);
-      } else if (pick < 90) {
-        atomic(target);
-      } else if (pick < 95) {
-        count(target);
-      } else {
-        post(proxy_request{.op = proxy_op::fence, .pe = rng_() % 2 ? kProxyAllPes : target});
-      }
-      if (!room || ::testing::Test::HasFatalFailure()) break;
-    }
-    ASSERT_EQ(proxy_host_quiet(me_.ring, kPatience), proxy_status::ok);
-    // After the quiet, everything is in place: my slices on every PE and my gets' destinations.
-    for (const pending_get& g : gets_)
-      ASSERT_EQ(0, std::memcmp(g.destination, g.expected.data(), g.expected.size())) << g.what;
-    for (int t = 0; t < job_.n_pes(); ++t)
-      for (std::uint64_t b = 0; b < kSliceBytes; ++b)
-        ASSERT_EQ(job_[t].base()[my_slice() + b], model_[t][b])
-            << "PE " << pe_ << " producer " << producer_ << ": byte " << b << " of its slice on PE " << t;
-  }
-
-  engine_job& job_;
-  job_pe& me_;
-  int pe_;
-  int producer_;
-  mix_layout layout_;
-  std::mt19937_64 rng_;
-  counter_results& counters_;
-  std::vector<std::vector<std::byte>> model_;  // my slice on each target
-  std::vector<std::byte> source_vec_, get_vec_;
-  std::uint64_t used_source_heap_ = 0, used_source_vec_ = 0, used_get_heap_ = 0, used_get_vec_ = 0;
-  std::vector<pending_get> gets_;
-};
 
 struct mix_case {
   int n_pes;
@@ -231,21 +43,37 @@ TEST_P(ProxyEngineMix, RandomRequestsMatchTheModel) {
     std::memcpy(job[p].base() + kCounter64, &kCounter64Start, 8);
   }
   job.start();
-  counter_results counters;
+  // One process: after every round, each producer's slice on every PE is compared with its model.
+  auto heap_of = [&job](int t) {
+    return std::vector<std::byte>(job[t].base(), job[t].base() + job[t].heap.size() * sizeof(std::uint64_t));
+  };
+  auto check_slice = [&job](int t, std::uint64_t offset, const std::vector<std::byte>& model) {
+    for (std::uint64_t b = 0; b < model.size(); ++b)
+      if (job[t].base()[offset + b] != model[b]) {
+        ADD_FAILURE() << "byte " << b << " of the slice at " << offset << " on PE " << t;
+        return;
+      }
+  };
   std::vector<std::unique_ptr<mix_producer>> producers;
   for (int p = 0; p < c.n_pes; ++p)
     for (int t = 0; t < kProducers; ++t)
-      producers.push_back(std::make_unique<mix_producer>(job, p, t, 1000u * p + t + 1, counters));
+      producers.push_back(
+          std::make_unique<mix_producer>(job[p], p, c.n_pes, t, 1000u * p + t + 1, heap_of, check_slice));
   std::vector<std::thread> threads;
   const int rounds = c.n_pes == 2 ? 30 : 15;
   for (auto& pr : producers) threads.emplace_back([&pr, rounds] { pr->run(rounds, 16); });
   for (auto& t : threads) t.join();
   job.stop_all();
+  for (const auto& pr : producers) ASSERT_FALSE(pr->failed());
+
+  std::map<int, std::vector<std::uint64_t>> by_target32, by_target64;
+  for (const auto& pr : producers)
+    for (const count_record& r : pr->counts()) (r.wide ? by_target64 : by_target32)[int(r.target)].push_back(r.old);
 
   // Every fetch_add on a counter returned a distinct old value: together exactly start .. start + n - 1.
   for (int t = 0; t < c.n_pes; ++t) {
     for (const bool wide : {false, true}) {
-      std::vector<std::uint64_t> got = (wide ? counters.by_target64 : counters.by_target32)[t];
+      std::vector<std::uint64_t> got = (wide ? by_target64 : by_target32)[t];
       std::sort(got.begin(), got.end());
       const std::uint64_t start = wide ? kCounter64Start : 0;
       for (std::size_t i = 0; i < got.size(); ++i)
