@@ -11,6 +11,7 @@
 namespace shoal {
 
 namespace detail {
+struct proxy_channel;  // shoal/detail/proxy_channel.hpp
 // Internal synchronization words of one PE, at the same heap offset on every PE (see host/sync_state).
 struct sync_state {
   std::uint64_t device_barrier_epoch;  // device barriers this PE has completed (kernel and graph forms)
@@ -48,6 +49,9 @@ struct device_handle {
   std::uint64_t* device_barrier_flags = nullptr;           // [n_pes], symmetric: flag p is written by PE p
   std::uint64_t wait_timeout_ns = 0;                       // spin-waits trap after this long; 0 = wait forever
   const detail::registration_table* registered = nullptr;  // user buffers (world::register_buffer)
+  // The proxy of this PE (device memory) when some PE is on another node, else null: RMA, signals and
+  // atomics to PEs that ptr() cannot reach go through it (shoal/dev/detail/proxy.cuh).
+  const detail::proxy_channel* proxy = nullptr;
 };
 
 static_assert(std::is_trivially_copyable_v<device_handle>, "kernels take the handle by value");

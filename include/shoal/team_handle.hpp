@@ -42,6 +42,7 @@ struct team_handle {
   std::int32_t channel_total = 0;  // channels the team owns (the stride of the state arrays)
   std::uint32_t ll_bytes = 0;      // LL line bytes per channel, parity and member (payload is half)
   std::int32_t resident_ctas = 1;  // SMs of the smallest GPU of the job: on-stream calls use at most this many CTAs
+  std::int32_t spans_nodes = 0;    // some member is on another node: its data and flags go through the proxy
   std::uint64_t* calls = nullptr;  // [channel_total] this PE's count of collective steps per channel
   std::uint64_t* flags = nullptr;  // [channel_total][size], symmetric: flag i is written by member i
   std::byte* ll = nullptr;         // [channel_total][2][size][ll_bytes], symmetric: part i written by member i
@@ -62,12 +63,21 @@ struct team_handle {
 
   // The algorithm a call of `coll` on `bytes` runs (bytes as coll_cost_terms counts them): the forced
   // one, else ll, one_shot or `large` by the model's thresholds. The same on every member.
+  // A team that spans nodes runs only what the proxy can carry: puts and signals, no loads from peers
+  // and no flag-in-data lines. Reductions are staged (one_shot); the exchanges use one_shot for what
+  // the model gives ll, and direct (pushed into the peers' dst) for large blocks.
   SHOAL_HD constexpr algorithm pick(collective coll, std::uint64_t bytes, algorithm large) const {
     const int c = static_cast<int>(coll);
-    if (tuning.forced[c] >= 0) return static_cast<algorithm>(tuning.forced[c]);
-    if (bytes <= tuning.ll_max_bytes[c]) return algorithm::ll;
-    if (bytes <= tuning.one_shot_max_bytes[c]) return algorithm::one_shot;
-    return large;
+    algorithm a = large;
+    if (tuning.forced[c] >= 0)
+      a = static_cast<algorithm>(tuning.forced[c]);
+    else if (bytes <= tuning.ll_max_bytes[c])
+      a = algorithm::ll;
+    else if (bytes <= tuning.one_shot_max_bytes[c])
+      a = algorithm::one_shot;
+    if (spans_nodes == 0) return a;
+    if (coll == collective::reduce || coll == collective::reducescatter || a == algorithm::ll) return algorithm::one_shot;
+    return a == algorithm::one_shot ? a : algorithm::direct;
   }
 
   // The same team with `algo` forced for `coll` (as SHOAL_ALGO_<COLL> does for every call).

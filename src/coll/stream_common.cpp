@@ -19,7 +19,8 @@ team_handle stream_view(const team& t, channel_range channels, const char* call)
     throw error(errc::invalid_argument, call, fmt::format("PE {} is not a member of this team", t.internals().boot->pe()));
   if (!t.reachable())
     throw error(errc::unsupported, call,
-                "a member of this team is on another node; collectives across nodes need the proxy transport");
+                "a member of this team is on another node and this job has no proxy transport (shoal was built "
+                "without UCX)");
   team_handle h = t.device_handle();
   const int count = channels.count == 0 ? h.channel_count - channels.first : channels.count;
   if (channels.first < 0 || count < 1 || channels.first + count > h.channel_count)

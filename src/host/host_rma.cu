@@ -4,6 +4,7 @@
 #include <string>
 
 #include "host/cuda_check.hpp"
+#include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/atomic.cuh"
 #include "shoal/host_rma.hpp"
@@ -55,14 +56,27 @@ void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes
 
 }  // namespace
 
+// PEs on other nodes: the device call in a one-thread kernel on the world's stream (proxy_calls.hpp).
 void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
+  if (s.proxy && s.on_other_node(pe)) {
+    s.offset_of(dst, bytes, "shoal::put");
+    if (bytes == 0) return;
+    detail::proxy_put_on_stream(s, dst, src, bytes, pe, s.stream);
+    return detail::proxy_synchronize(s, s.stream);
+  }
   void* remote = s.reachable(dst, bytes, pe, "shoal::put");
   if (bytes != 0) blocking_copy(s, remote, src, bytes);
 }
 
 void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
+  if (s.proxy && s.on_other_node(pe)) {
+    s.offset_of(src, bytes, "shoal::get");
+    if (bytes == 0) return;
+    detail::proxy_get_on_stream(s, dst, src, bytes, pe, s.stream);
+    return detail::proxy_synchronize(s, s.stream);
+  }
   void* remote = s.reachable(src, bytes, pe, "shoal::get");
   if (bytes != 0) blocking_copy(s, dst, remote, bytes);
 }
@@ -70,7 +84,8 @@ void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
 void quiet(world& w) {
   world::impl& s = w.internals();
   s.require_device("shoal::quiet");
-  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  if (s.proxy) detail::proxy_quiet_on_stream(s, s.stream);  // host atomics to other nodes that fetch nothing
+  detail::proxy_synchronize(s, s.stream);
 }
 
 void barrier_all(world& w) {
@@ -82,7 +97,12 @@ void barrier_all(world& w) {
 template <host_atomic_arithmetic T>
 T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) {
   world::impl& s = w.internals();
-  s.reachable(target, sizeof(T), pe, "shoal::atomic");
+  if (s.proxy && s.on_other_node(pe)) {
+    s.check_pe(pe, "shoal::atomic");
+    s.offset_of(target, sizeof(T), "shoal::atomic");  // on another node only heap objects are reachable
+  } else {
+    s.reachable(target, sizeof(T), pe, "shoal::atomic");
+  }
   if (reinterpret_cast<std::uintptr_t>(target) % sizeof(T) != 0)
     throw error(errc::invalid_argument, "shoal::atomic",
                 "target is not aligned to " + std::to_string(sizeof(T)) + " bytes");
@@ -91,7 +111,7 @@ T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) 
   SHOAL_CUDA_CHECK(cudaGetLastError());
   T previous{};
   SHOAL_CUDA_CHECK(cudaMemcpyAsync(&previous, result, sizeof(T), cudaMemcpyDeviceToHost, s.stream));
-  SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  detail::proxy_synchronize(s, s.stream);
   return previous;
 }
 

@@ -4,6 +4,7 @@
 
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
+#include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/barrier.cuh"
 #include "shoal/dev/signal.cuh"
@@ -51,13 +52,29 @@ void require_stream_ordered(const void* local, const char* call) {
 }
 }  // namespace
 
+// PEs on other nodes: the device call in a one-thread kernel on the stream (proxy_calls.hpp).
+bool through_proxy(world& w, int pe, const void* symmetric, std::size_t bytes, const char* call) {
+  world::impl& s = w.internals();
+  if (!s.proxy || !s.on_other_node(pe)) return false;
+  s.offset_of(symmetric, bytes, call);  // on another node only heap objects are reachable
+  return true;
+}
+
 void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  if (through_proxy(w, pe, dst, bytes, "shoal::put_on_stream")) {
+    if (bytes != 0) detail::proxy_put_on_stream(w.internals(), dst, src, bytes, pe, stream);
+    return;
+  }
   void* remote = w.internals().reachable(dst, bytes, pe, "shoal::put_on_stream");
   if (bytes != 0) require_stream_ordered(src, "shoal::put_on_stream");
   if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
 }
 
 void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  if (through_proxy(w, pe, src, bytes, "shoal::get_on_stream")) {
+    if (bytes != 0) detail::proxy_get_on_stream(w.internals(), dst, src, bytes, pe, stream);
+    return;
+  }
   void* remote = w.internals().reachable(src, bytes, pe, "shoal::get_on_stream");
   if (bytes != 0) require_stream_ordered(dst, "shoal::get_on_stream");
   if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
@@ -65,6 +82,11 @@ void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::put_signal_on_stream")) {
+    w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
+    detail::proxy_put_signal_on_stream(w.internals(), dst, src, bytes, sig, value, op, pe, stream);
+    return;
+  }
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
   put_on_stream(w, dst, src, bytes, pe, stream);
@@ -72,6 +94,8 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::signal_op_on_stream"))
+    return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
   enqueue_signal(remote_sig, value, op, stream);
@@ -89,12 +113,18 @@ void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint
   }
 }
 
-void quiet_on_stream(world& w, cudaStream_t) { w.internals().require_device("shoal::quiet_on_stream"); }
+// Load/store and copy-engine operations are complete in stream order; requests to other nodes are not.
+void quiet_on_stream(world& w, cudaStream_t stream) {
+  world::impl& s = w.internals();
+  s.require_device("shoal::quiet_on_stream");
+  if (s.proxy) detail::proxy_quiet_on_stream(s, stream);
+}
 
 void barrier_all_on_stream(world& w, cudaStream_t stream) {
   world::impl& s = w.internals();
   s.require_device("shoal::barrier_all_on_stream");
-  if (capturing(stream)) {
+  // Stream memory operations reach only mapped peers: across nodes the barrier is a kernel's.
+  if (capturing(stream) || s.proxy) {
     barrier_kernel<<<1, 32, 0, stream>>>(w.device_handle());
     SHOAL_CUDA_CHECK(cudaGetLastError());
     return;

@@ -17,6 +17,11 @@ namespace {
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
+// Channels and least scratch per channel, parity and member of a team creation in which some team spans
+// nodes (see pick() in team_handle.hpp: such teams run staged and direct steps through the proxy).
+constexpr int kProxyTeamChannels = 8;
+constexpr std::uint64_t kProxyTeamScratchBytes = 256 * 1024;
+
 // Where calls, flags and scratch sit inside a team's one heap allocation, for `members` members (the
 // largest team any PE creates in the same call, so the allocation is the same size everywhere).
 struct state_layout {
@@ -36,32 +41,36 @@ state_layout layout_for(std::size_t channels, std::size_t members, std::size_t s
 struct creation_vote {
   std::int32_t members;
   std::int32_t ok;
-  std::int32_t sms;  // this PE's GPU's SM count
+  std::int32_t sms;          // this PE's GPU's SM count
+  std::int32_t spans_nodes;  // this PE's team has members on other nodes
 };
 struct creation_result {
   int largest_team;
   int fewest_sms;
+  bool any_spans_nodes;  // some PE's team spans nodes: the state is sized for the proxy
 };
 // `failure` is this PE's own error, rethrown as it was when this PE is the one that refused.
-creation_result agree_on_creation(world::impl& w, int members, bool ok, const char* call, const std::string& why,
-                                  const std::exception_ptr& failure) {
+creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes, bool ok, const char* call,
+                                  const std::string& why, const std::exception_ptr& failure) {
   int sms = 1;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device) != cudaSuccess) sms = 1;
-  const creation_vote mine{members, ok ? 1 : 0, sms};
+  const creation_vote mine{members, ok ? 1 : 0, sms, spans_nodes ? 1 : 0};
   std::vector<creation_vote> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
   // A PE that refused reports its own reason first, whatever other PEs said.
   if (!ok && failure) std::rethrow_exception(failure);
   if (!ok) throw error(errc::invalid_argument, call, why);
   int largest = 1, fewest_sms = sms;
+  bool any_spans = false;
   for (int pe = 0; pe < int(all.size()); ++pe) {
     fewest_sms = std::min(fewest_sms, int(all[pe].sms));
+    any_spans |= all[pe].spans_nodes != 0;
     if (!all[pe].ok)
       throw error(errc::invalid_argument, call,
                   fmt::format("PE {} refused the team (its request was invalid); no team was created", pe));
     largest = std::max(largest, int(all[pe].members));
   }
-  return {largest, std::max(fewest_sms, 1)};
+  return {largest, std::max(fewest_sms, 1), any_spans};
 }
 
 team_layout node_layout_of(const world::impl& w) {
@@ -77,8 +86,11 @@ team_layout node_layout_of(const world::impl& w) {
 team::team(world& w, team_layout layout, bool request_ok, const std::string& why) : world_(&w.internals()) {
   world::impl& wi = w.internals();
   const detail::config& cfg = wi.cfg;
-  const int channels = int(cfg.team_channels);
-  const std::uint64_t scratch = cfg.team_scratch_bytes;
+  int channels = int(cfg.team_channels);
+  std::uint64_t scratch = cfg.team_scratch_bytes;
+  bool spans_nodes = false;
+  if (layout.valid() && layout.index_of(w.pe()) >= 0)
+    for (int i = 0; i < layout.size; ++i) spans_nodes |= wi.on_other_node(layout.pe_at(i));
   std::exception_ptr failure;
   // Everything that can fail on one PE is decided before the vote: the algorithm overrides, the scratch.
   try {
@@ -93,7 +105,13 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
     failure = std::current_exception();
   }
   const creation_result agreed =
-      agree_on_creation(wi, layout.valid() ? layout.size : 1, request_ok, "shoal::team", why, failure);
+      agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, request_ok, "shoal::team", why, failure);
+  if (agreed.any_spans_nodes) {
+    // Through the proxy each staged step is one message per member and channel: few channels with large
+    // scratch make few large messages, which is what a network moves well.
+    channels = std::min(channels, kProxyTeamChannels);
+    scratch = std::max<std::uint64_t>(scratch, kProxyTeamScratchBytes);
+  }
   const state_layout sl = layout_for(std::size_t(channels), std::size_t(agreed.largest_team), scratch);
   auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;
@@ -105,14 +123,13 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   handle_.channel_total = channels;
   handle_.ll_bytes = std::uint32_t(scratch);
   handle_.resident_ctas = agreed.fewest_sms;
+  handle_.spans_nodes = spans_nodes ? 1 : 0;
+  if (spans_nodes) copy_engine_bytes_ = 0;  // copy engines reach only mapped peers
   handle_.calls = reinterpret_cast<std::uint64_t*>(base);
   handle_.flags = reinterpret_cast<std::uint64_t*>(base + sl.flags_offset);
   handle_.ll = base + sl.scratch_offset;
-  // Every member must be reachable by loads and stores until the proxy transport serves other nodes.
-  if (handle_.index >= 0)
-    for (int i = 0; i < layout.size; ++i)
-      reachable_ &= std::find(wi.boot->node_pes().begin(), wi.boot->node_pes().end(), layout.pe_at(i)) !=
-                    wi.boot->node_pes().end();
+  // Members on other nodes are reached through the proxy, when the job has one.
+  reachable_ = !spans_nodes || wi.proxy != nullptr;
 }
 
 team::team(team&& other) noexcept

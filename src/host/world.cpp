@@ -10,6 +10,7 @@
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
+#include "transport/network.hpp"
 
 namespace shoal {
 namespace detail {
@@ -99,6 +100,18 @@ void setup_device(world::impl& w, int requested) {
       cudaMemcpy(w.local_index, local.data(), local.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
 }
 
+// PEs on other nodes are reached through the proxy when the build has a network; without one, init
+// still succeeds (node-local work runs) and calls to other nodes fail with a clear error.
+void start_proxy(world::impl& w) {
+  if (w.boot->n_nodes() <= 1) return;
+  if (!detail::ucx_network_available()) {
+    SHOAL_LOG_WARN(base, "the PEs span {} nodes but shoal was built without UCX: PEs on other nodes are unreachable",
+                   w.boot->n_nodes());
+    return;
+  }
+  w.proxy = std::make_unique<detail::proxy_runtime>(*w.boot, w.heap->base(), w.heap->max_size(), w.device);
+}
+
 }  // namespace
 
 bool detail::is_pageable(const void* p) {
@@ -145,7 +158,8 @@ void* world::impl::reachable(const void* p, std::size_t bytes, int pe, const cha
   std::uint64_t offset = r ? std::uint64_t(static_cast<const std::byte*>(p) - r->base) : offset_of(p, bytes, call);
   if (local < 0)
     throw error(errc::unsupported, call,
-                fmt::format("PE {} is on another node; the proxy transport that reaches it is not built yet", pe));
+                fmt::format("PE {} is on another node: it has no load/store address here{}", pe,
+                            proxy ? "" : ", and this job has no proxy transport (shoal was built without UCX)"));
   return r ? r->peers[local] + offset : heap->slot(local) + offset;
 }
 
@@ -171,9 +185,11 @@ world::~world() {
   try {
     if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
     impl_->boot->barrier();  // no PE unmaps while a peer may still touch its memory
+    if (impl_->proxy) impl_->proxy->shutdown();
   } catch (const std::exception& e) {
     SHOAL_LOG_WARN(base, "finalize: {}", e.what());
   }
+  impl_->proxy.reset();
   for (impl::registration& r : impl_->registrations) {
     for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
     SHOAL_CUDA_LOG(cudaFree(r.device_peers));
@@ -287,6 +303,7 @@ shoal::device_handle world::impl::device_handle() const {
   h.device_barrier_flags = w.device_barrier_flags;
   h.wait_timeout_ns = std::uint64_t(w.cfg.wait_timeout * 1e9);
   h.registered = w.registration_table;
+  h.proxy = w.proxy ? w.proxy->device_channel() : nullptr;
   return h;
 }
 
@@ -295,11 +312,15 @@ world init(init_options options) {
   state->cfg = detail::config::load();
   state->boot = options.bootstrap ? std::move(options.bootstrap) : make_bootstrap_from_env();
   detail::set_log_pe(state->boot->pe());
+  state->node_of.resize(std::size_t(state->boot->n_pes()));
+  const int my_node = state->boot->node();
+  state->boot->all_gather(&my_node, state->node_of.data(), sizeof(int));
   if (options.device != kNoDevice) setup_device(*state, options.device);
   world w(std::move(state));
   if (options.device != kNoDevice) {
     // Internal words first, so they sit at the same offset on every PE.
     world::impl& s = w.internals();
+    start_proxy(s);
     std::size_t n = std::size_t(w.n_pes());
     auto* words = static_cast<std::byte*>(w.calloc(1, sizeof(detail::sync_state) + 2 * n * sizeof(std::uint64_t)));
     s.sync = reinterpret_cast<detail::sync_state*>(words);

@@ -11,6 +11,7 @@
 
 #include "base/config.hpp"
 #include "host/heap_allocator.hpp"
+#include "host/proxy_runtime.hpp"
 #include "host/symmetric_heap.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/team.hpp"
@@ -37,6 +38,7 @@ struct world::impl {
   std::uint64_t collective_calls = 0;  // numbers heap calls, so mismatches name which call disagreed
 
   // Node layout for the device handle.
+  std::vector<int> node_of;  // [n_pes]: the node of every PE (emulated nodes count as nodes)
   bool node_contiguous = true;
   int node_first_pe = 0;
   std::int32_t* local_index = nullptr;  // device memory [n_pes]
@@ -65,6 +67,14 @@ struct world::impl {
   std::unique_ptr<team> world_team, node_team, same_local_rank_team;
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
+
+  // The proxy transport, when the PEs span nodes and the build has a network (UCX); else null, and PEs
+  // on other nodes cannot be reached.
+  std::unique_ptr<detail::proxy_runtime> proxy;
+  // False for PEs out of range too: the callers' checks that follow report those.
+  bool on_other_node(int pe) const {
+    return pe >= 0 && std::size_t(pe) < node_of.size() && node_of[std::size_t(pe)] != node_of[std::size_t(boot->pe())];
+  }
 
   // A second stream for on-stream collectives that copy with the copy engines: the own block's copy
   // runs on it beside the copies to peers, forked from and joined back into the caller's stream by

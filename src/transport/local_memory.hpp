@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "transport/proxy_descriptor.hpp"
+#include "shoal/detail/proxy_descriptor.hpp"
 
 namespace shoal::detail {
 

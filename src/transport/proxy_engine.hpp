@@ -15,7 +15,7 @@
 #include "shoal/error.hpp"
 #include "transport/local_memory.hpp"
 #include "transport/network.hpp"
-#include "transport/proxy_ring.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 
 namespace shoal::detail {
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "shoal/error.hpp"
-#include "transport/proxy_ring.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 
 namespace shoal::detail {
 

@@ -11,7 +11,7 @@
 #include <span>
 #include <type_traits>
 
-#include "transport/proxy_descriptor.hpp"
+#include "shoal/detail/proxy_descriptor.hpp"
 
 namespace shoal::detail {
 

@@ -27,10 +27,12 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   // instead of quiet measured the same: docs/perf-notes.md.)
   if (quiet_first && Scope::leader()) quiet(h);
   Scope::sync();
-  // Announce: write my arrival into flag[my_pe] on every PE.
+  // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes).
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> flag(*remote(h, h.device_barrier_flags + h.pe, pe));
-    flag.store(epoch, cuda::memory_order_relaxed);
+    if (std::uint64_t* flag = ptr(h, h.device_barrier_flags + h.pe, pe))
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(epoch, cuda::memory_order_relaxed);
+    else
+      proxy_signal(h, h.device_barrier_flags + h.pe, epoch, sig_op::set, pe);
   }
   // The next barrier reads the epoch only after its opening scope barrier, so it can be stored now.
   if (Scope::leader())

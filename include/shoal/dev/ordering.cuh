@@ -9,6 +9,7 @@
 
 #include <cuda/atomic>
 
+#include "shoal/dev/detail/proxy.cuh"
 #include "shoal/dev/scope.cuh"
 #include "shoal/device_handle.hpp"
 
@@ -16,12 +17,14 @@ namespace shoal {
 
 // Over load/store transports each is one system-scope fence. fence only has to order the caller's
 // stores (a release fence does); quiet must also complete them, which the sequentially consistent fence
-// does by waiting for every outstanding store.
+// does by waiting for every outstanding store. Requests to other nodes need no fence (the proxy applies
+// them to each peer in order); quiet waits until every request this PE posted before it is complete.
 __device__ inline void fence(const device_handle&) {
   cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
 }
-__device__ inline void quiet(const device_handle&) {
+__device__ inline void quiet(const device_handle& h) {
   cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+  detail::proxy_quiet(h);
 }
 
 template <typename Scope>

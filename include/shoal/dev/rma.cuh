@@ -11,6 +11,9 @@
 // Scope: every thread of the scope calls with the same arguments; the scope's threads share the copy.
 // At grid scope each CTA returns when its own share is done: meet with grid_sync() or a barrier first
 // if one CTA must see another's share.
+// PEs on other nodes (ptr() is null) are reached through the proxy (dev/detail/proxy.cuh) with the same
+// contract: the scope's leader (each CTA's leader at grid scope) posts the request, and the blocking
+// forms wait for it. Only heap objects, not registered buffers, are reachable there.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +22,7 @@
 
 #include "shoal/dev/detail/check.cuh"
 #include "shoal/dev/detail/copy.cuh"
+#include "shoal/dev/detail/proxy.cuh"
 #include "shoal/dev/scope.cuh"
 #include "shoal/device_handle.hpp"
 
@@ -65,13 +69,26 @@ __device__ inline T* ptr(const device_handle& h, T* p, int pe) {
 
 namespace detail {
 
-// The remote address for RMA; traps (debug builds) when `pe` is not reachable by load/store. Peers on
-// other nodes are served by the proxy transport once it exists; until then they are an error.
+// The remote address for load/store access; traps (debug builds) when `pe` is not reachable. Callers
+// that may target other nodes test ptr() and take the proxy path instead.
 template <typename T>
 __device__ inline T* remote(const device_handle& h, T* p, int pe) {
   T* r = ptr(h, p, pe);
   SHOAL_DEVICE_CHECK(h, r != nullptr, "pe not load/store reachable", pe);
   return r;
+}
+
+// A put or get to a PE on another node: the calling thread's share is posted, and with `wait` it waits
+// for its completion (source reusable, or data landed).
+template <typename Scope>
+__device__ inline void proxy_scope_transfer(const device_handle& h, proxy_op op, void* remote, void* local,
+                                            std::size_t bytes, int pe, bool wait) {
+  std::size_t begin, end;
+  if (!proxy_share<Scope>(bytes, begin, end) || begin == end) return;
+  const char* call = op == proxy_op::put ? "put" : "get";
+  const std::uint64_t ticket = proxy_transfer(h, op, static_cast<std::byte*>(remote) + begin,
+                                              static_cast<std::byte*>(local) + begin, end - begin, pe, call);
+  if (wait) proxy_await(h, ticket, call, pe);
 }
 
 template <typename Scope>
@@ -83,31 +100,50 @@ __device__ inline void scope_copy(Scope, void* dst, const void* src, std::size_t
 
 // ---- bytes --------------------------------------------------------------------------------------------
 
+namespace detail {
+template <typename Scope>
+__device__ inline void put_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                 int pe, bool wait) {
+  SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
+  if (void* to = ptr(h, dst, pe))
+    scope_copy(scope, to, src, bytes);
+  else
+    proxy_scope_transfer<Scope>(h, proxy_op::put, dst, const_cast<void*>(src), bytes, pe, wait);
+}
+template <typename Scope>
+__device__ inline void get_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
+                                 int pe, bool wait) {
+  SHOAL_CHECK_SYMMETRIC(h, src, bytes);
+  if (const void* from = ptr(h, src, pe))
+    scope_copy(scope, dst, from, bytes);
+  else
+    proxy_scope_transfer<Scope>(h, proxy_op::get, const_cast<void*>(src), dst, bytes, pe, wait);
+}
+}  // namespace detail
+
 template <typename Scope>
 __device__ inline void put_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
                                      int pe) {
-  SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
-  detail::scope_copy(scope, detail::remote(h, dst, pe), src, bytes);
+  detail::put_bytes(scope, h, dst, src, bytes, pe, false);
 }
 
 template <typename Scope>
 __device__ inline void put_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
                                  int pe) {
-  put_bytes_nbi(scope, h, dst, src, bytes, pe);
+  detail::put_bytes(scope, h, dst, src, bytes, pe, true);
   Scope::sync();  // every thread's share is issued: the source is reusable by any thread of the scope
 }
 
 template <typename Scope>
 __device__ inline void get_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
                                      int pe) {
-  SHOAL_CHECK_SYMMETRIC(h, src, bytes);
-  detail::scope_copy(scope, dst, detail::remote(h, src, pe), bytes);
+  detail::get_bytes(scope, h, dst, src, bytes, pe, false);
 }
 
 template <typename Scope>
 __device__ inline void get_bytes(Scope scope, const device_handle& h, void* dst, const void* src, std::size_t bytes,
                                  int pe) {
-  get_bytes_nbi(scope, h, dst, src, bytes, pe);
+  detail::get_bytes(scope, h, dst, src, bytes, pe, true);
   Scope::sync();  // every thread's share has landed in dst
 }
 
@@ -136,14 +172,18 @@ __device__ inline void get_nbi(Scope scope, const device_handle& h, T* dst, cons
 template <typename T>
 __device__ inline void p(const device_handle& h, T* dst, T value, int pe) {
   SHOAL_CHECK_SYMMETRIC(h, dst, sizeof(T));
-  *static_cast<volatile T*>(detail::remote(h, dst, pe)) = value;
+  if (T* to = ptr(h, dst, pe))
+    *static_cast<volatile T*>(to) = value;
+  else
+    detail::proxy_p(h, dst, value, pe);
 }
 
 // Loads symmetric `*src` from `pe`.
 template <typename T>
 __device__ inline T g(const device_handle& h, const T* src, int pe) {
   SHOAL_CHECK_SYMMETRIC(h, src, sizeof(T));
-  return *static_cast<const volatile T*>(detail::remote(h, src, pe));
+  if (const T* from = ptr(h, src, pe)) return *static_cast<const volatile T*>(from);
+  return detail::proxy_g(h, src, pe);
 }
 
 }  // namespace shoal

@@ -26,31 +26,57 @@ __device__ inline void update_signal(std::uint64_t* remote_sig, std::uint64_t va
 // unless a fence() comes between (as OpenSHMEM signal_op).
 __device__ inline void signal_op(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
   SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
-  detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_relaxed);
+  if (std::uint64_t* to = ptr(h, sig, pe))
+    detail::update_signal(to, value, op, cuda::memory_order_relaxed);
+  else
+    detail::proxy_signal(h, sig, value, op, pe);
 }
 
+namespace detail {
+// put_signal by load/store: the scope's threads share the copy, then one thread updates the signal with
+// release order after the scope has met (release at system scope is cumulative: the scope barrier
+// orders every thread's stores before it). Through the proxy: the leader's (at grid scope each CTA
+// leader's) share goes as one put_signal request, which the proxy applies data first, signal second;
+// with `wait` the poster waits for it. At grid scope each CTA signals for its own share: the receiver
+// waits for n_blocks updates (use add).
+template <typename Scope>
+__device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
+                                        std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe,
+                                        bool wait) {
+  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
+  const bool signals = std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader();
+  if (std::uint64_t* remote_sig = ptr(h, sig, pe)) {
+    scope_copy(scope, remote(h, dst, pe), src, bytes);
+    Scope::sync();
+    if (signals) update_signal(remote_sig, value, op, cuda::memory_order_release);
+    return;
+  }
+  std::size_t begin, end;
+  if (!proxy_share<Scope>(bytes, begin, end)) return;
+  const std::uint64_t ticket = proxy_put_signal(h, static_cast<std::byte*>(dst) + begin,
+                                                static_cast<const std::byte*>(src) + begin, end - begin, sig, value,
+                                                op, pe);
+  if (wait) proxy_await(h, ticket, "put_signal", pe);
+}
+}  // namespace detail
+
 // put, then update the signal on `pe` (the _nbi form): a PE that sees the signal change also sees all
-// `bytes` of data. The scope's threads share the copy; one thread updates the signal with release order
-// after the scope has met. The source may be reused after quiet(); over load/store transports the copy
-// is done on return already.
+// `bytes` of data. The source may be reused after quiet(); over load/store transports the copy is done
+// on return already. At grid scope each CTA signals for its own share: the receiver waits for n_blocks
+// updates (use add).
 template <typename Scope>
 __device__ inline void put_signal_bytes_nbi(Scope scope, const device_handle& h, void* dst, const void* src,
                                             std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op,
                                             int pe) {
-  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
-  put_bytes_nbi(scope, h, dst, src, bytes, pe);
-  Scope::sync();
-  // Release at system scope is cumulative: the scope barrier orders every thread's stores before it.
-  // At grid scope each CTA signals for its own share: the receiver waits for n_blocks updates (use add).
-  if (std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader())
-    detail::update_signal(detail::remote(h, sig, pe), value, op, cuda::memory_order_release);
+  detail::put_signal_bytes(scope, h, dst, src, bytes, sig, value, op, pe, false);
 }
 
-// The blocking form: the _nbi form, then the scope meets, so on return any thread may reuse the source.
+// The blocking form: on return any thread of the scope may reuse the source.
 template <typename Scope>
 __device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
                                         std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  put_signal_bytes_nbi(scope, h, dst, src, bytes, sig, value, op, pe);
+  detail::put_signal_bytes(scope, h, dst, src, bytes, sig, value, op, pe, true);
   Scope::sync();
 }
 

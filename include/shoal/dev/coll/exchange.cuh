@@ -95,7 +95,7 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
         if (receives_from(me) && p.dst + me * p.dst_stride + off != send_block(me) + off)
           copy_bytes(p.dst + me * p.dst_stride + off, send_block(me) + off, len, Unit::rank(), Unit::size());
       } else {
-        copy_bytes(member_ptr(t, mine, j), send_block(j) + off, len, Unit::rank(), Unit::size());
+        send_to_member(t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
       }
     }
     // Data-ready flags go to every member (those who got no data take them as progress, see
@@ -133,7 +133,10 @@ __device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, 
   for (int j = 0; j < n; ++j) {
     if (!sends_to(j)) continue;
     if (j == me ? !local || (local_threads != 0 && !copies_locally) : copies_locally) continue;
-    copy_bytes(j == me ? own_to : member_ptr(t, own_to, j), send_block(j) + r.begin, r.size(), rank, threads);
+    if (j == me)
+      copy_bytes(own_to, send_block(j) + r.begin, r.size(), rank, threads);
+    else
+      send_to_member(t, j, own_to, send_block(j) + r.begin, r.size(), rank, threads);
   }
   arrive(unit, t, ch, 2 * epoch + 1, true, all_members);
   wait_members(unit, t, ch, 2 * epoch + 1, [&](int i) { return receives_from(i); });
@@ -158,6 +161,7 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
       exchange_direct(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
       break;
   }
+  finish_proxied(Unit{}, t);
 }
 
 }  // namespace detail

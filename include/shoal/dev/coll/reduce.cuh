@@ -83,8 +83,8 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
     std::byte* mine = scratch_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
       if (j != me)
-        copy_bytes(member_ptr(t, mine, j), p.src + j * p.block_stride + off, len * sizeof(T), Unit::rank(),
-                   Unit::size());
+        send_to_member(t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
+                       len * sizeof(T), Unit::rank(), Unit::size());
     meet_members(unit, t, ch, 2 * epoch, true);
     reduce_sources<Op, T>(
         len, n,
@@ -151,6 +151,7 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
       break;
     }
   }
+  detail::finish_proxied(Unit{}, t);
 }
 
 template <typename Scope, reduce_op Op, typename T>
@@ -175,6 +176,7 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
       detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, r, t.index, false);
       break;
   }
+  detail::finish_proxied(Unit{}, t);
 }
 
 }  // namespace shoal

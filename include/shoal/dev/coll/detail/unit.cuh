@@ -17,6 +17,8 @@
 #include <type_traits>
 
 #include "shoal/dev/detail/check.cuh"
+#include "shoal/dev/detail/copy.cuh"
+#include "shoal/dev/detail/proxy.cuh"
 #include "shoal/dev/detail/spin.cuh"
 #include "shoal/dev/ordering.cuh"
 #include "shoal/dev/rma.cuh"
@@ -97,6 +99,27 @@ __device__ inline T* member_ptr(const team_handle& t, T* p, int member) {
   return remote(t.world, p, t.layout.pe_at(member));
 }
 
+// Copies `bytes` from `src` to member `member`'s copy of symmetric `dst` with the `threads` threads ranked
+// `rank` (the unit's, or a subset of them that all call). A member on another node gets one put through
+// the proxy, posted by rank 0; a later arrive() signals behind it.
+__device__ inline void send_to_member(const team_handle& t, int member, std::byte* dst, const std::byte* src,
+                                      std::size_t bytes, unsigned rank, unsigned threads) {
+  const int pe = t.layout.pe_at(member);
+  if (std::byte* to = ptr(t.world, dst, pe))
+    copy_bytes(to, src, bytes, rank, threads);
+  else if (rank == 0 && bytes != 0)
+    proxy_transfer(t.world, proxy_op::put, dst, const_cast<std::byte*>(src), bytes, pe, "collective");
+}
+
+// The end of a collective on a team that spans nodes: its puts through the proxy have read their sources
+// (so the caller may reuse them) once they are complete.
+template <typename Unit>
+__device__ inline void finish_proxied(Unit, const team_handle& t) {
+  if (t.spans_nodes == 0) return;
+  if (Unit::leader()) proxy_quiet(t.world);
+  Unit::sync();
+}
+
 __device__ inline std::uint64_t* flag_of(const team_handle& t, int channel, int member) {
   return t.flags + std::size_t(channel) * t.layout.size + member;
 }
@@ -111,8 +134,12 @@ __device__ inline void arrive(Unit, const team_handle& t, int channel, std::uint
   if (release) cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
   for (int i = 0; i < t.layout.size; ++i) {
     if (i == t.index || !to(i)) continue;
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> flag(*member_ptr(t, flag_of(t, channel, t.index), i));
-    flag.store(value, cuda::memory_order_relaxed);
+    // On another node the flag goes through the proxy, behind this PE's earlier requests to that member.
+    const int pe = t.layout.pe_at(i);
+    if (std::uint64_t* flag = ptr(t.world, flag_of(t, channel, t.index), pe))
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(value, cuda::memory_order_relaxed);
+    else
+      proxy_signal(t.world, flag_of(t, channel, t.index), value, sig_op::set, pe);
   }
 }
 
@@ -167,7 +194,7 @@ __device__ inline void await_scratch_free(Unit unit, const team_handle& t, int c
 // algorithm was forced. Units on one channel have equal shares on every member, so they agree.
 __device__ inline algorithm fit_to_unit(const team_handle& t, collective coll, algorithm chosen,
                                         std::uint64_t unit_bytes, algorithm large) {
-  if (t.tuning.forced[static_cast<int>(coll)] >= 0) return chosen;
+  if (t.tuning.forced[static_cast<int>(coll)] >= 0 || t.spans_nodes != 0) return chosen;
   const std::uint64_t per_step = chosen == algorithm::ll ? t.ll_bytes / 2 : t.ll_bytes;
   if ((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step) return large;
   return chosen;

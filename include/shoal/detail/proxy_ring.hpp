@@ -10,7 +10,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "transport/proxy_descriptor.hpp"
+#include "shoal/detail/proxy_descriptor.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda/atomic>

@@ -1,0 +1,62 @@
+// Host and on-stream RMA to other nodes (proxy_calls.hpp).
+#include "host/cuda_check.hpp"
+#include "host/proxy_calls.hpp"
+#include "shoal/dev/ordering.cuh"
+#include "shoal/dev/rma.cuh"
+#include "shoal/dev/signal.cuh"
+
+namespace shoal::detail {
+namespace {
+
+__global__ void put_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe) {
+  put_bytes(thread_scope{}, h, dst, src, bytes, pe);
+}
+__global__ void get_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe) {
+  get_bytes(thread_scope{}, h, dst, src, bytes, pe);
+}
+__global__ void put_signal_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
+                                  std::uint64_t value, sig_op op, int pe) {
+  put_signal_bytes(thread_scope{}, h, dst, src, bytes, sig, value, op, pe);
+}
+__global__ void signal_kernel(device_handle h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+  signal_op(h, sig, value, op, pe);
+}
+__global__ void quiet_kernel(device_handle h) { proxy_quiet(h); }
+
+}  // namespace
+
+void proxy_put_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  put_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe);
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+}
+
+void proxy_get_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  get_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe);
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+}
+
+void proxy_put_signal_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
+                                std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  put_signal_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, sig, value, op, pe);
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+}
+
+void proxy_signal_on_stream(world::impl& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe,
+                            cudaStream_t stream) {
+  signal_kernel<<<1, 1, 0, stream>>>(w.device_handle(), sig, value, op, pe);
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+}
+
+void proxy_quiet_on_stream(world::impl& w, cudaStream_t stream) {
+  quiet_kernel<<<1, 1, 0, stream>>>(w.device_handle());
+  SHOAL_CUDA_CHECK(cudaGetLastError());
+}
+
+void proxy_synchronize(world::impl& w, cudaStream_t stream) {
+  const cudaError_t status = cudaStreamSynchronize(stream);
+  if (status == cudaSuccess) return;
+  if (w.proxy) w.proxy->check();
+  throw_cuda_error(status, "cudaStreamSynchronize", __FILE__, __LINE__);
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,84 @@
+#include "host/proxy_runtime.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "base/log.hpp"
+#include "host/cuda_check.hpp"
+#include "transport/cuda_local_memory.hpp"
+#include "transport/network.hpp"
+#include "transport/proxy_engine.hpp"
+
+namespace shoal::detail {
+
+namespace {
+// 1024 descriptors in flight, 4096 requests between consumption and completion, 1024 fetching atomics
+// outstanding at once (a multiple of 32: the owner map is 32-bit words).
+constexpr proxy_ring_layout kRingLayout{.capacity = 1024, .window = 4096, .result_slots = 1024};
+static_assert(kRingLayout.valid() && kRingLayout.result_slots % 32 == 0);
+}  // namespace
+
+proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, int device)
+    : boot_(boot) {
+  net_ = make_ucx_network(boot);
+  memory_ = make_cuda_local_memory(heap_base, heap_bytes, device);
+
+  SHOAL_CUDA_CHECK(cudaHostAlloc(&shared_, kRingLayout.shared_bytes(), cudaHostAllocMapped | cudaHostAllocPortable));
+  SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&head_), sizeof(std::uint64_t)));
+  SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&owners_), kRingLayout.result_slots / 8));
+  SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&channel_), sizeof(proxy_channel)));
+  // The host cannot write the device-memory head, so the ring starts from a view without it.
+  proxy_ring_view host_view = kRingLayout.carve(shared_, nullptr);
+  proxy_ring_initialize(host_view, 0);
+  SHOAL_CUDA_CHECK(cudaMemset(head_, 0, sizeof(std::uint64_t)));
+  SHOAL_CUDA_CHECK(cudaMemset(owners_, 0, kRingLayout.result_slots / 8));
+  const proxy_ring_view ring = kRingLayout.carve(shared_, head_);
+  const proxy_channel channel{.ring = ring, .result_owners = owners_};
+  SHOAL_CUDA_CHECK(cudaMemcpy(channel_, &channel, sizeof(channel), cudaMemcpyHostToDevice));
+
+  const proxy_limits limits{.n_pes = boot.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
+  engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits);
+  boot.barrier();  // every engine's handlers are installed before any PE's engine sends
+  engine_->start();
+  SHOAL_LOG_INFO(base, "proxy started: {}", describe());
+}
+
+void proxy_runtime::shutdown() {
+  if (!engine_) return;
+  boot_.barrier();  // every PE is past its last request
+  engine_->stop();
+  engine_.reset();
+  boot_.barrier();  // no engine sends any more: the networks may close
+  net_.reset();
+}
+
+proxy_runtime::~proxy_runtime() {
+  try {
+    if (engine_) {
+      engine_.reset();  // stops the thread without a collective: the job is failing or ending
+      net_.reset();
+    }
+  } catch (const std::exception& e) {
+    SHOAL_LOG_WARN(base, "proxy shutdown: {}", e.what());
+  }
+  memory_.reset();
+  if (channel_) SHOAL_CUDA_LOG(cudaFree(channel_));
+  if (owners_) SHOAL_CUDA_LOG(cudaFree(owners_));
+  if (head_) SHOAL_CUDA_LOG(cudaFree(head_));
+  if (shared_) SHOAL_CUDA_LOG(cudaFreeHost(shared_));
+}
+
+void proxy_runtime::check() const {
+  if (engine_) engine_->check();
+}
+
+bool proxy_runtime::failed() const noexcept { return engine_ && engine_->failed(); }
+
+std::string proxy_runtime::describe() const {
+  const network_capabilities& c = net_->capabilities();
+  return fmt::format("{} over {} ({}), ring of {} descriptors", c.library, c.transports,
+                     c.cuda_memory ? "GPU memory directly" : "GPU memory staged through host memory",
+                     kRingLayout.capacity);
+}
+
+}  // namespace shoal::detail

@@ -1,0 +1,187 @@
+// The GPU heap's local_memory (cuda_local_memory.hpp).
+#include <cuda/atomic>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "host/cuda_check.hpp"
+#include "host/driver_api.hpp"
+#include "transport/cuda_local_memory.hpp"
+
+namespace shoal::detail {
+namespace {
+
+template <typename T>
+__device__ T apply_atomic(T* word, proxy_atomic_op op, T value, T compare) {
+  cuda::atomic_ref<T, cuda::thread_scope_system> ref(*word);
+  switch (op) {
+    case proxy_atomic_op::fetch:
+      return ref.load(cuda::memory_order_relaxed);
+    case proxy_atomic_op::set:
+    case proxy_atomic_op::swap:
+      return ref.exchange(value, cuda::memory_order_relaxed);
+    case proxy_atomic_op::compare_swap:
+      ref.compare_exchange_strong(compare, value, cuda::memory_order_relaxed);
+      return compare;  // the old value, whether or not it matched
+    case proxy_atomic_op::fetch_add:
+    case proxy_atomic_op::add:
+      return ref.fetch_add(value, cuda::memory_order_relaxed);
+    case proxy_atomic_op::fetch_and:
+    case proxy_atomic_op::bit_and:
+      return ref.fetch_and(value, cuda::memory_order_relaxed);
+    case proxy_atomic_op::fetch_or:
+    case proxy_atomic_op::bit_or:
+      return ref.fetch_or(value, cuda::memory_order_relaxed);
+    case proxy_atomic_op::fetch_xor:
+    case proxy_atomic_op::bit_xor:
+      return ref.fetch_xor(value, cuda::memory_order_relaxed);
+  }
+  return T{};
+}
+
+// Floats arrive only as fetch/set/swap (the codec refuses the rest): bit moves, done as integers.
+__global__ void atomic_kernel(void* word, local_atomic op, std::uint64_t* old) {
+  if (proxy_atomic_width(op.type) == 4)
+    *old = apply_atomic(static_cast<std::uint32_t*>(word), op.op, std::uint32_t(op.value), std::uint32_t(op.compare));
+  else
+    *old = apply_atomic(static_cast<std::uint64_t*>(word), op.op, op.value, op.compare);
+}
+
+// Stream order puts this after every earlier copy; release makes their data visible before the signal.
+__global__ void signal_add_kernel(std::uint64_t* word, std::uint64_t value) {
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*word).fetch_add(value, cuda::memory_order_release);
+}
+
+class cuda_local_memory final : public local_memory {
+ public:
+  cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device)
+      : base_(heap_base), bytes_(heap_bytes), device_(device) {
+    bind();
+    int least = 0, greatest = 0;
+    SHOAL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    // High priority: the CTAs of an atomic or signal kernel go ahead of queued work of user kernels.
+    SHOAL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    SHOAL_CUDA_CHECK(cudaMallocHost(&old_values_, kOldSlots * sizeof(std::uint64_t)));
+    SHOAL_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+  }
+  ~cuda_local_memory() override {
+    SHOAL_CUDA_LOG(cudaStreamSynchronize(stream_));
+    SHOAL_CUDA_LOG(cudaStreamDestroy(stream_));
+    SHOAL_CUDA_LOG(cudaFreeHost(old_values_));
+    SHOAL_CUDA_LOG(cudaFreeHost(staging_));
+  }
+
+  std::uint64_t heap_bytes() const noexcept override { return bytes_; }
+
+  // Copies go through pinned staging, so they are truly asynchronous (a copy to or from pageable memory
+  // would make the thread wait for it) and the caller's buffers are free as the contract says: a read's
+  // data moves from staging into `to` at flush(), a write's source is staged before the call returns.
+  void read(local_ref from, void* to, std::size_t bytes) override {
+    bind();
+    std::byte* stage = reserve(bytes);
+    if (stage == nullptr) {  // larger than all of staging: one blocking copy
+      SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
+      SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(stage, resolve(from), bytes, cudaMemcpyDefault, stream_));
+    reads_.push_back({to, stage, bytes});
+  }
+
+  void write(local_ref to, const void* from, std::size_t bytes) override {
+    bind();
+    std::byte* stage = reserve(bytes);
+    if (stage == nullptr) {
+      SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
+      SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    std::memcpy(stage, from, bytes);
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), stage, bytes, cudaMemcpyDefault, stream_));
+  }
+
+  void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) override {
+    bind();
+    if (pending_.size() == kOldSlots) flush();
+    const std::size_t slot = pending_.size();
+    atomic_kernel<<<1, 1, 0, stream_>>>(base_ + offset, op, old_values_ + slot);
+    SHOAL_CUDA_CHECK(cudaGetLastError());
+    pending_.push_back(old);
+  }
+
+  void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) override {
+    bind();
+    auto* word = reinterpret_cast<std::uint64_t*>(base_ + offset);
+    if (op == proxy_signal_op::set) {
+      // A stream memory write waits for earlier work of the stream and needs no SM, so it lands even
+      // while the PE's kernels occupy every SM.
+      SHOAL_CU_CHECK(driver().stream_write_value64(stream_, reinterpret_cast<CUdeviceptr>(word), value, 0));
+    } else {
+      signal_add_kernel<<<1, 1, 0, stream_>>>(word, value);
+      SHOAL_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+
+  void flush() override {
+    bind();
+    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::size_t i = 0; i < pending_.size(); ++i) *pending_[i] = old_values_[i];
+    pending_.clear();
+    for (const staged_read& r : reads_) std::memcpy(r.to, r.stage, r.bytes);
+    reads_.clear();
+    staged_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t kOldSlots = 4096;
+  static constexpr std::size_t kStagingBytes = std::size_t{32} << 20;
+
+  struct staged_read {
+    void* to;
+    const std::byte* stage;
+    std::size_t bytes;
+  };
+
+  // `bytes` of staging, 64-byte aligned; flushes first when the rest is too small, null when it never fits.
+  std::byte* reserve(std::size_t bytes) {
+    if (bytes > kStagingBytes) return nullptr;
+    if (staged_ + bytes > kStagingBytes) flush();
+    std::byte* at = staging_ + staged_;
+    staged_ += (bytes + 63) / 64 * 64;
+    return at;
+  }
+
+  // The CUDA runtime's current device is per thread: the proxy thread is not the one that made this.
+  void bind() {
+    if (bound_ == std::this_thread::get_id()) return;
+    SHOAL_CUDA_CHECK(cudaSetDevice(device_));
+    bound_ = std::this_thread::get_id();
+  }
+
+  void* resolve(local_ref ref) const {
+    if (ref.is_address) return reinterpret_cast<void*>(static_cast<std::uintptr_t>(ref.value));
+    return base_ + ref.value;  // the engine checked the range against heap_bytes()
+  }
+
+  std::byte* base_;
+  std::uint64_t bytes_;
+  int device_;
+  std::thread::id bound_{};
+  cudaStream_t stream_ = nullptr;
+  std::uint64_t* old_values_ = nullptr;  // pinned: atomic kernels write old values here
+  std::vector<std::uint64_t*> pending_;  // where each old value goes at flush()
+  std::byte* staging_ = nullptr;         // pinned
+  std::size_t staged_ = 0;               // bytes of staging in use until flush()
+  std::vector<staged_read> reads_;
+};
+
+}  // namespace
+
+std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device) {
+  return std::make_unique<cuda_local_memory>(heap_base, heap_bytes, device);
+}
+
+}  // namespace shoal::detail

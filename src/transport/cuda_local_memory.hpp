@@ -1,0 +1,20 @@
+// local_memory for a heap in GPU memory: the proxy engine's reads and writes become copies on one CUDA
+// stream of the PE's device, atomics and signal adds one-thread kernels on it, signal sets stream memory
+// writes (no SM needed), and flush() one stream synchronization. Heap offsets resolve against the PE's
+// heap base; addresses (the local side of this PE's own requests) may be device, pinned or pageable
+// host memory. Used by the world when the job spans nodes; fmt-free for the .cu file behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "transport/local_memory.hpp"
+
+namespace shoal::detail {
+
+// `heap_base` is this PE's heap slot, `heap_bytes` the most it can map; `device` the PE's GPU. The
+// object must be used by one thread at a time (the proxy thread); it binds that thread to `device`.
+std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device);
+
+}  // namespace shoal::detail
