@@ -3,7 +3,9 @@
 # traps, and (when built) shoal-perf's quick suite with NCCL beside it. Logs go to $OUT (default ./out);
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
-# PERF_TAG (log and JSON file names, to run several suites into one $OUT).
+# PERF_TAG (log and JSON file names, to run several suites into one $OUT), PES (PE counts of the test
+# tier, default "1 2"), SKIP_PROBES=1, UCX_DEBS (a folder made by scripts/fetch-ucx-debs.sh, for a machine
+# without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -13,6 +15,11 @@ mkdir -p "$OUT"
 nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$BUILD/src${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SHOAL_HEAP_SIZE=64M SHOAL_HEAP_CHUNK_SIZE=32M SHOAL_HEAP_MAX_SIZE=2G SHOAL_WAIT_TIMEOUT=20 SHOAL_BOOTSTRAP_TIMEOUT=60
+if [ -n "${UCX_DEBS:-}" ]; then
+  ucx_lib=$(realpath "$UCX_DEBS")/core/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$ucx_lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$ucx_lib/ucx
+fi
+[ -n "${EMULATE_NODES:-}" ] && export SHOAL_EMULATE_NODES=$EMULATE_NODES
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 { nvidia-smi -L; nvidia-smi topo -m; } > "$OUT/machine.txt" 2>&1
 
@@ -29,7 +36,7 @@ run_step() {  # name log -- command...
   record "$name" "$verdict" $((SECONDS - start)) "rc=$rc $detail"
 }
 
-for n in 1 2; do
+for n in ${PES:-1 2}; do
   if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
     run_step "gpu tests, $n PE" "gpu_tests_${n}pe.log" -- "$BUILD/bin/shoalrun" -n $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   fi
@@ -39,7 +46,7 @@ if [ -x "$BUILD/bin/ring_exchange" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
   run_step "example ring_exchange" examples.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
 fi
 
-[ "${SKIP_TESTS:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
+[ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "wait-timeout:timed out after .* waiting for wait_until"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
