@@ -8,8 +8,10 @@
 # `dpkg-deb -x` into <folder>, then prints the environment to use on the target, also written to
 # <folder>/env.sh (source it there, after copying <folder> to the same path or fixing UCX_ROOT in it).
 #
-# What it takes: libucx0 (libucp, libuct, libucs, libucm and the transport modules in lib/ucx/) and
-# libnuma1, which libucs needs and a minimal Ubuntu lacks. The InfiniBand module (libuct_ib) also needs
+# What it takes: libucx0 (libucp, libuct, libucs, libucm and the transport modules in lib/ucx/),
+# libucx-dev (headers and pkg-config files, to build shoal there: pass <folder>/core/usr in
+# CMAKE_PREFIX_PATH; the .pc files are rewritten to point inside <folder>) and libnuma1, which libucs
+# needs and a minimal Ubuntu lacks. The InfiniBand module (libuct_ib) also needs
 # rdma-core's libibverbs1, librdmacm1, ibverbs-providers and libnl-3; those go into a separate folder
 # that env.sh adds only when the target has no libibverbs of its own, because a host with a NIC should
 # keep its own verbs stack and providers. Without verbs UCX skips that module (TCP and shared memory
@@ -21,7 +23,7 @@ if [[ $# -ne 1 ]]; then
   exit 2
 fi
 dest=$(realpath -m "$1")
-core=(libucx0 libnuma1)
+core=(libucx0 libucx-dev libnuma1)
 verbs=(libibverbs1 librdmacm1 ibverbs-providers libnl-3-200 libnl-route-3-200)
 
 work=$(mktemp -d)
@@ -37,6 +39,9 @@ for deb in "$work"/verbs/*.deb; do dpkg-deb -x "$deb" "$dest/verbs"; done
 
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 lib=$dest/core/usr/lib/$multiarch
+rm -f "$lib"/*.a  # static archives: not needed to build or run shoal
+# The .pc files say prefix=/usr; make them relative to where they lie, wherever the folder is copied.
+sed -i 's|^prefix *=.*|prefix = ${pcfiledir}/../../..|' "$lib"/pkgconfig/*.pc
 # Some of these packages install into /lib, others into /usr/lib: the verbs set needs both.
 verbs_libs=$dest/verbs/usr/lib/$multiarch:$dest/verbs/lib/$multiarch
 if [[ ! -e $lib/libucp.so.0 || ! -e $lib/libnuma.so.1 || ! -d $lib/ucx ]]; then
