@@ -4,7 +4,7 @@
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
 # PERF_TAG (log and JSON file names, to run several suites into one $OUT), PES (PE counts of the test
-# tier, default "1 2"), SKIP_PROBES=1, UCX_DEBS (a folder made by scripts/fetch-ucx-debs.sh, for a machine
+# tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
 # without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +15,8 @@ mkdir -p "$OUT"
 nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$BUILD/src${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SHOAL_HEAP_SIZE=64M SHOAL_HEAP_CHUNK_SIZE=32M SHOAL_HEAP_MAX_SIZE=2G SHOAL_WAIT_TIMEOUT=20 SHOAL_BOOTSTRAP_TIMEOUT=60
-if [ -n "${UCX_DEBS:-}" ]; then
-  ucx_lib=$(realpath "$UCX_DEBS")/core/usr/lib/x86_64-linux-gnu
+if [ -n "${CARRIED_UCX:-}" ]; then
+  ucx_lib=$(realpath "$CARRIED_UCX")/core/usr/lib/x86_64-linux-gnu
   export LD_LIBRARY_PATH=$ucx_lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$ucx_lib/ucx
 fi
 [ -n "${EMULATE_NODES:-}" ] && export SHOAL_EMULATE_NODES=$EMULATE_NODES

@@ -25,11 +25,14 @@
 
 namespace shoal::detail {
 
-// The abort callback of ring waits on the device: gives up once the handle's wait timeout has passed.
+// The abort callback of ring waits on the device: backs off, then gives up once the handle's wait
+// timeout has passed. Ring words live in host memory, so every poll is a PCIe read: many threads polling
+// without pause would slow the proxy's own writes they wait for. The pause grows to about 1 us.
 struct proxy_device_deadline {
   std::uint64_t start;
   std::uint64_t timeout_ns;
   __device__ bool operator()(std::uint64_t polls) const {
+    if (polls >= 4) __nanosleep(polls < 64 ? 16 * unsigned(polls) : 1024);
     return timeout_ns != 0 && polls % 64 == 63 && global_timer_ns() - start > timeout_ns;
   }
 };
