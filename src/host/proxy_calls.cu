@@ -52,6 +52,16 @@ void proxy_quiet_on_stream(world::impl& w, cudaStream_t stream) {
   SHOAL_CUDA_CHECK(cudaGetLastError());
 }
 
+void preload_proxy_kernels() {
+  // With lazy module loading a kernel's first launch may wait for running kernels: load them up front.
+  cudaFuncAttributes a{};
+  SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&a, put_kernel));
+  SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&a, get_kernel));
+  SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&a, put_signal_kernel));
+  SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&a, signal_kernel));
+  SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&a, quiet_kernel));
+}
+
 void proxy_synchronize(world::impl& w, cudaStream_t stream) {
   const cudaError_t status = cudaStreamSynchronize(stream);
   if (status == cudaSuccess) return;

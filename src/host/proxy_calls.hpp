@@ -25,6 +25,9 @@ void proxy_signal_on_stream(world::impl& w, std::uint64_t* sig, std::uint64_t va
 // Every request this PE posted before the kernel runs is complete when it ends.
 void proxy_quiet_on_stream(world::impl& w, cudaStream_t stream);
 
+// Loads these kernels' module (called when the proxy starts): see cuda_local_memory.cu on lazy loading.
+void preload_proxy_kernels();
+
 // Waits for `stream`. When it failed because a proxy request failed (a kernel traps then), throws the
 // proxy's own error, which names the peer, instead of the CUDA error.
 void proxy_synchronize(world::impl& w, cudaStream_t stream);

@@ -62,6 +62,7 @@ bool through_proxy(world& w, int pe, const void* symmetric, std::size_t bytes, c
 
 void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
   if (through_proxy(w, pe, dst, bytes, "shoal::put_on_stream")) {
+    if (bytes != 0) require_stream_ordered(src, "shoal::put_on_stream");
     if (bytes != 0) detail::proxy_put_on_stream(w.internals(), dst, src, bytes, pe, stream);
     return;
   }
@@ -72,6 +73,7 @@ void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
 
 void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
   if (through_proxy(w, pe, src, bytes, "shoal::get_on_stream")) {
+    if (bytes != 0) require_stream_ordered(dst, "shoal::get_on_stream");
     if (bytes != 0) detail::proxy_get_on_stream(w.internals(), dst, src, bytes, pe, stream);
     return;
   }
@@ -84,6 +86,7 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
   if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::put_signal_on_stream")) {
     w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
+    if (bytes != 0) require_stream_ordered(src, "shoal::put_signal_on_stream");
     detail::proxy_put_signal_on_stream(w.internals(), dst, src, bytes, sig, value, op, pe, stream);
     return;
   }

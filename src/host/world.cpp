@@ -9,6 +9,7 @@
 #include "base/log.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
+#include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
 #include "transport/network.hpp"
 
@@ -110,6 +111,7 @@ void start_proxy(world::impl& w) {
     return;
   }
   w.proxy = std::make_unique<detail::proxy_runtime>(*w.boot, w.heap->base(), w.heap->max_size(), w.device);
+  detail::preload_proxy_kernels();
 }
 
 }  // namespace

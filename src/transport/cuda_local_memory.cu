@@ -42,9 +42,25 @@ __device__ T apply_atomic(T* word, proxy_atomic_op op, T value, T compare) {
   return T{};
 }
 
-// Floats arrive only as fetch/set/swap (the codec refuses the rest): bit moves, done as integers.
+template <typename F, typename W>
+__device__ W float_add(void* word, std::uint64_t operand_bits) {
+  F operand;
+  const W bits = W(operand_bits);
+  memcpy(&operand, &bits, sizeof(F));
+  const F old = cuda::atomic_ref<F, cuda::thread_scope_system>(*static_cast<F*>(word)).fetch_add(operand, cuda::memory_order_relaxed);
+  W out;
+  memcpy(&out, &old, sizeof(F));
+  return out;
+}
+
+// Float fetch/set/swap are bit moves, done as integers; float adds are the only float arithmetic.
 __global__ void atomic_kernel(void* word, local_atomic op, std::uint64_t* old) {
-  if (proxy_atomic_width(op.type) == 4)
+  const bool adds = op.op == proxy_atomic_op::fetch_add || op.op == proxy_atomic_op::add;
+  if (adds && op.type == proxy_atomic_type::float32)
+    *old = float_add<float, std::uint32_t>(word, op.value);
+  else if (adds && op.type == proxy_atomic_type::float64)
+    *old = float_add<double, std::uint64_t>(word, op.value);
+  else if (proxy_atomic_width(op.type) == 4)
     *old = apply_atomic(static_cast<std::uint32_t*>(word), op.op, std::uint32_t(op.value), std::uint32_t(op.compare));
   else
     *old = apply_atomic(static_cast<std::uint64_t*>(word), op.op, op.value, op.compare);
@@ -66,6 +82,11 @@ class cuda_local_memory final : public local_memory {
     SHOAL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
     SHOAL_CUDA_CHECK(cudaMallocHost(&old_values_, kOldSlots * sizeof(std::uint64_t)));
     SHOAL_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+    // Load the kernels now: with lazy module loading, a first launch while a kernel of the PE spins
+    // waiting for this proxy would wait for that kernel to end, and it never would.
+    cudaFuncAttributes attributes{};
+    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, atomic_kernel));
+    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, signal_add_kernel));
   }
   ~cuda_local_memory() override {
     SHOAL_CUDA_LOG(cudaStreamSynchronize(stream_));
@@ -81,6 +102,7 @@ class cuda_local_memory final : public local_memory {
   // data moves from staging into `to` at flush(), a write's source is staged before the call returns.
   void read(local_ref from, void* to, std::size_t bytes) override {
     bind();
+    if (host_address(from)) return (void)std::memcpy(to, resolve(from), bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {  // larger than all of staging: one blocking copy
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
@@ -93,6 +115,7 @@ class cuda_local_memory final : public local_memory {
 
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
+    if (host_address(to)) return (void)std::memcpy(resolve(to), from, bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
@@ -159,6 +182,18 @@ class cuda_local_memory final : public local_memory {
     if (bound_ == std::this_thread::get_id()) return;
     SHOAL_CUDA_CHECK(cudaSetDevice(device_));
     bound_ = std::this_thread::get_id();
+  }
+
+  // A local buffer in host memory (pageable or pinned) is copied by the CPU: a CUDA copy between two host
+  // buffers is synchronous with the device and would wait for the very kernel waiting on this request.
+  static bool host_address(local_ref ref) {
+    if (!ref.is_address) return false;
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, reinterpret_cast<void*>(static_cast<std::uintptr_t>(ref.value))) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;
+    }
+    return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
   }
 
   void* resolve(local_ref ref) const {

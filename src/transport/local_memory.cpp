@@ -40,8 +40,29 @@ T apply(T* word, proxy_atomic_op op, T value, T compare) {
 
 }  // namespace
 
+// Floating-point add, as a compare-and-swap loop on the bit pattern of width W.
+template <typename F, typename W>
+W float_add(W* word, W operand_bits) {
+  std::atomic_ref<W> ref(*word);
+  F operand;
+  std::memcpy(&operand, &operand_bits, sizeof(F));
+  W old = ref.load();
+  for (;;) {
+    F value;
+    std::memcpy(&value, &old, sizeof(F));
+    value += operand;
+    W next;
+    std::memcpy(&next, &value, sizeof(F));
+    if (ref.compare_exchange_weak(old, next)) return old;
+  }
+}
+
 std::uint64_t host_atomic_apply(void* word, const local_atomic& op) {
-  // Floats are bit moves (fetch/set/swap only), so integer atomics of the same width do them exactly.
+  const bool adds = op.op == proxy_atomic_op::fetch_add || op.op == proxy_atomic_op::add;
+  if (op.type == proxy_atomic_type::float32 && adds)
+    return float_add<float>(static_cast<std::uint32_t*>(word), static_cast<std::uint32_t>(op.value));
+  if (op.type == proxy_atomic_type::float64 && adds) return float_add<double>(static_cast<std::uint64_t*>(word), op.value);
+  // Float fetch/set/swap are bit moves, so integer atomics of the same width do them exactly.
   if (proxy_atomic_width(op.type) == 4)
     return apply(static_cast<std::uint32_t*>(word), op.op, static_cast<std::uint32_t>(op.value),
                  static_cast<std::uint32_t>(op.compare));

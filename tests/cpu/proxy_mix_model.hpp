@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "test_proxy_engine_job.hpp"
-#include "transport/proxy_descriptor.hpp"
+#include "shoal/detail/proxy_descriptor.hpp"
 #include "transport/proxy_engine_host.hpp"
 
 namespace shoal::detail::engine_test {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "transport/proxy_descriptor.hpp"
+#include "shoal/detail/proxy_descriptor.hpp"
 
 namespace shoal::detail {
 namespace {
@@ -15,7 +15,8 @@ constexpr proxy_op kAllOps[] = {proxy_op::put,    proxy_op::get,   proxy_op::put
                                 proxy_op::atomic, proxy_op::fence, proxy_op::quiet};
 
 bool float_allowed(proxy_atomic_op op) {
-  return op == proxy_atomic_op::fetch || op == proxy_atomic_op::set || op == proxy_atomic_op::swap;
+  return op == proxy_atomic_op::fetch || op == proxy_atomic_op::set || op == proxy_atomic_op::swap ||
+         op == proxy_atomic_op::fetch_add || op == proxy_atomic_op::add;
 }
 
 // A random valid request of `op`; for atomics, of the given op and type.
@@ -131,7 +132,7 @@ TEST(ProxyDescriptor, RoundTripEveryAtomicOpAndType) {
       const auto aop = static_cast<proxy_atomic_op>(a);
       const auto type = static_cast<proxy_atomic_type>(t);
       if (proxy_atomic_is_float(type) && !float_allowed(aop)) {
-        // Meaningless for floats (OpenSHMEM's extended AMO types): rejected on both sides.
+        // Bit operations and compare-and-swap are meaningless for floats: rejected on both sides.
         proxy_request r = random_request(rng, proxy_op::atomic, aop, proxy_atomic_type::int64);
         r.atomic_type = type;
         r.value &= proxy_field_mask(proxy_atomic_width(type) * 8);
@@ -143,7 +144,7 @@ TEST(ProxyDescriptor, RoundTripEveryAtomicOpAndType) {
       for (int i = 0; i < 300; ++i) expect_round_trip(random_request(rng, proxy_op::atomic, aop, type));
     }
   }
-  EXPECT_EQ(combos, 12 * 2 + 3 * 2);  // every op on both integer widths, fetch/set/swap on both float widths
+  EXPECT_EQ(combos, 12 * 2 + 5 * 2);  // every op on both integer widths, fetch/set/swap/adds on both float widths
 }
 
 // Starts from a valid descriptor of `op`, applies `mutate` to its words, expects `want`.
@@ -164,7 +165,7 @@ TEST(ProxyDescriptor, RejectsMalformedDescriptors) {
   constexpr unsigned H = proxy_descriptor::kHeaderWord;
   const proxy_request put{.op = proxy_op::put, .pe = 3, .remote_offset = 256, .local = 512, .size = 64};
   const proxy_request amo{.op = proxy_op::atomic,
-                          .atomic_op = proxy_atomic_op::fetch_add,
+                          .atomic_op = proxy_atomic_op::fetch_or,
                           .atomic_type = proxy_atomic_type::int32,
                           .pe = 1,
                           .completion = 7,

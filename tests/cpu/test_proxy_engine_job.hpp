@@ -16,7 +16,7 @@
 #include "transport/loopback_network.hpp"
 #include "transport/proxy_engine.hpp"
 #include "transport/proxy_engine_host.hpp"
-#include "transport/proxy_ring.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 
 namespace shoal::detail::engine_test {
 

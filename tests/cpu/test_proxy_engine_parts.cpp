@@ -59,7 +59,7 @@ TEST(ProxyWire, MalformedMessagesAreNamed) {
   EXPECT_STREQ(check(with([](auto& h) { h.signal_offset = 8; }), 16), "signal field set");
   EXPECT_STREQ(check({.kind = k::signal, .signal_offset = 12}), "signal word beyond the heap or misaligned");
   EXPECT_STREQ(check({.kind = k::signal, .signal_op = proxy_signal_op(3), .signal_offset = 8}), "unknown signal op");
-  EXPECT_STREQ(check({.kind = k::atomic, .atomic_op = proxy_atomic_op::add, .atomic_type = proxy_atomic_type::float32}),
+  EXPECT_STREQ(check({.kind = k::atomic, .atomic_op = proxy_atomic_op::bit_and, .atomic_type = proxy_atomic_type::float32}),
                to_string(proxy_status::bad_type_for_op));
   EXPECT_STREQ(check({.kind = k::atomic, .atomic_type = proxy_atomic_type::int64, .offset = 4}),
                to_string(proxy_status::misaligned));

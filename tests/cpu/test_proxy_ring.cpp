@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/proxy_ring.hpp"
+#include "shoal/detail/proxy_ring.hpp"
 
 namespace shoal::detail {
 namespace {

@@ -54,7 +54,7 @@ enum class proxy_status : std::uint8_t {
   bad_atomic_op,
   bad_atomic_type,
   bad_signal_op,
-  bad_type_for_op,     // a float atomic other than fetch/set/swap
+  bad_type_for_op,     // a float atomic other than fetch/set/swap/fetch_add/add
   bad_pe,              // beyond the PE budget or the limits' n_pes; kProxyAllPes where only fences accept it
   bad_offset,          // beyond kProxyOffsetBits or the heap; or a range that runs off the heap
   bad_size,            // beyond kProxySizeBits
@@ -80,7 +80,7 @@ SHOAL_HD constexpr const char* to_string(proxy_status s) {
     case proxy_status::bad_signal_op:
       return "unknown signal op";
     case proxy_status::bad_type_for_op:
-      return "floating-point atomic other than fetch/set/swap";
+      return "floating-point atomic other than fetch/set/swap/add";
     case proxy_status::bad_pe:
       return "PE out of range";
     case proxy_status::bad_offset:
@@ -267,7 +267,8 @@ SHOAL_HD constexpr proxy_status validate(const proxy_request& r, const proxy_lim
     if (static_cast<unsigned>(r.atomic_op) >= kProxyAtomicOpCount) return proxy_status::bad_atomic_op;
     if (static_cast<unsigned>(r.atomic_type) >= kProxyAtomicTypeCount) return proxy_status::bad_atomic_type;
     const bool float_ok = r.atomic_op == proxy_atomic_op::fetch || r.atomic_op == proxy_atomic_op::set ||
-                          r.atomic_op == proxy_atomic_op::swap;
+                          r.atomic_op == proxy_atomic_op::swap || r.atomic_op == proxy_atomic_op::fetch_add ||
+                          r.atomic_op == proxy_atomic_op::add;
     if (proxy_atomic_is_float(r.atomic_type) && !float_ok) return proxy_status::bad_type_for_op;
     const unsigned width = proxy_atomic_width(r.atomic_type);
     if (!in_heap(r.remote_offset, width, limits.heap_bytes)) return proxy_status::bad_offset;

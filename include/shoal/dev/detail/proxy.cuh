@@ -181,15 +181,16 @@ __device__ inline void proxy_return_result_slot(const device_handle& h, std::uin
 }
 
 // One atomic on the `width`-byte heap word `target` of `pe`, operands as bit patterns (32-bit in the low
-// half). Returns the old value for fetching ops, after waiting for it; non-fetching ones complete at quiet.
+// half); `is_float` for float and double (fetch, set, swap and the adds). Returns the old value for fetching ops, after waiting for it; non-fetching ones complete at quiet.
 __device__ inline std::uint64_t proxy_atomic_bits(const device_handle& h, const void* target, unsigned width,
-                                                  proxy_atomic_op op, std::uint64_t value, std::uint64_t compare,
-                                                  int pe) {
+                                                  bool is_float, proxy_atomic_op op, std::uint64_t value,
+                                                  std::uint64_t compare, int pe) {
   const char* call = "atomic";
   proxy_request r{};
   r.op = proxy_op::atomic;
   r.atomic_op = op;
-  r.atomic_type = width == 4 ? proxy_atomic_type::int32 : proxy_atomic_type::int64;
+  r.atomic_type = width == 4 ? (is_float ? proxy_atomic_type::float32 : proxy_atomic_type::int32)
+                             : (is_float ? proxy_atomic_type::float64 : proxy_atomic_type::int64);
   r.pe = pe;
   r.remote_offset = proxy_heap_offset(h, target, call, pe);
   r.value = proxy_atomic_has_operand(op) ? value : 0;
@@ -219,25 +220,12 @@ __device__ inline T proxy_value_of(std::uint64_t bits) {
   return v;
 }
 
-// An atomic on a 4- or 8-byte T. Integers map onto the descriptor's ops; floating-point add has no
-// network form, so it is a compare-and-swap loop on the bit pattern (each pass one round trip).
+// An atomic on a 4- or 8-byte T; floating-point types are marked so the target adds them as floats.
 template <typename T>
 __device__ inline T proxy_amo(const device_handle& h, T* target, proxy_atomic_op op, T value, T compare, int pe) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics are 32 or 64 bits");
-  if constexpr (std::is_floating_point_v<T>) {
-    if (op == proxy_atomic_op::fetch_add || op == proxy_atomic_op::add) {
-      std::uint64_t old = proxy_atomic_bits(h, target, sizeof(T), proxy_atomic_op::fetch, 0, 0, pe);
-      for (;;) {
-        const std::uint64_t want = proxy_bits_of(T(proxy_value_of<T>(old) + value));
-        const std::uint64_t seen =
-            proxy_atomic_bits(h, target, sizeof(T), proxy_atomic_op::compare_swap, want, old, pe);
-        if (seen == old) return proxy_value_of<T>(old);
-        old = seen;
-      }
-    }
-  }
-  return proxy_value_of<T>(
-      proxy_atomic_bits(h, target, sizeof(T), op, proxy_bits_of(value), proxy_bits_of(compare), pe));
+  return proxy_value_of<T>(proxy_atomic_bits(h, target, sizeof(T), std::is_floating_point_v<T>, op,
+                                             proxy_bits_of(value), proxy_bits_of(compare), pe));
 }
 
 // ---- p and g ----
@@ -247,16 +235,16 @@ __device__ inline T proxy_amo(const device_handle& h, T* target, proxy_atomic_op
 template <typename T>
 __device__ inline void proxy_p(const device_handle& h, T* dst, T value, int pe) {
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    proxy_atomic_bits(h, dst, sizeof(T), proxy_atomic_op::set, proxy_bits_of(value), 0, pe);
+    proxy_atomic_bits(h, dst, sizeof(T), false, proxy_atomic_op::set, proxy_bits_of(value), 0, pe);
   } else if constexpr (sizeof(T) == 1 || sizeof(T) == 2) {
     auto* word = reinterpret_cast<std::uint32_t*>(reinterpret_cast<std::uintptr_t>(dst) & ~std::uintptr_t{3});
     const unsigned shift = 8 * unsigned(reinterpret_cast<std::uintptr_t>(dst) & 3);
     const std::uint32_t mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
     const std::uint32_t bits = std::uint32_t(proxy_bits_of(value)) << shift;
-    std::uint64_t old = proxy_atomic_bits(h, word, 4, proxy_atomic_op::fetch, 0, 0, pe);
+    std::uint64_t old = proxy_atomic_bits(h, word, 4, false, proxy_atomic_op::fetch, 0, 0, pe);
     for (;;) {
       const std::uint64_t want = (old & ~std::uint64_t{mask}) | bits;
-      const std::uint64_t seen = proxy_atomic_bits(h, word, 4, proxy_atomic_op::compare_swap, want, old, pe);
+      const std::uint64_t seen = proxy_atomic_bits(h, word, 4, false, proxy_atomic_op::compare_swap, want, old, pe);
       if (seen == old) return;
       old = seen;
     }
@@ -269,11 +257,11 @@ __device__ inline void proxy_p(const device_handle& h, T* dst, T value, int pe) 
 template <typename T>
 __device__ inline T proxy_g(const device_handle& h, const T* src, int pe) {
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    return proxy_value_of<T>(proxy_atomic_bits(h, src, sizeof(T), proxy_atomic_op::fetch, 0, 0, pe));
+    return proxy_value_of<T>(proxy_atomic_bits(h, src, sizeof(T), false, proxy_atomic_op::fetch, 0, 0, pe));
   } else if constexpr (sizeof(T) == 1 || sizeof(T) == 2) {
     const auto address = reinterpret_cast<std::uintptr_t>(src);
     const std::uint64_t word =
-        proxy_atomic_bits(h, reinterpret_cast<const void*>(address & ~std::uintptr_t{3}), 4, proxy_atomic_op::fetch, 0, 0, pe);
+        proxy_atomic_bits(h, reinterpret_cast<const void*>(address & ~std::uintptr_t{3}), 4, false, proxy_atomic_op::fetch, 0, 0, pe);
     return proxy_value_of<T>(word >> (8 * (address & 3)));
   } else {
     proxy_trap(h, "g", pe, "g from another node takes 1-, 2-, 4- or 8-byte types");
