@@ -32,6 +32,9 @@ class bootstrap {
   virtual int local_size() const noexcept = 0;  // PEs on this PE's node
   // World PE numbers of this PE's node, in local_pe order.
   virtual std::span<const int> node_pes() const noexcept = 0;
+  // Index of this PE among the PEs of its host, which picks its GPU. The same as local_pe() unless
+  // SHOAL_EMULATE_NODES splits the host into several nodes.
+  virtual int host_pe() const noexcept { return local_pe(); }
 
   // All PEs. `all` receives n_pes() blocks of `bytes` each, block p from PE p.
   virtual void all_gather(const void* mine, void* all, std::size_t bytes) = 0;

@@ -96,6 +96,7 @@ tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pe
   n_nodes_ = static_cast<int>(map.pes_of_node.size());
   node_pes_ = std::move(map.pes_of_node[static_cast<std::size_t>(node_)]);
   local_pe_ = static_cast<int>(std::find(node_pes_.begin(), node_pes_.end(), pe_) - node_pes_.begin());
+  host_pe_ = static_cast<int>(std::count(hosts.begin(), hosts.begin() + pe_, hosts[static_cast<std::size_t>(pe_)]));
 }
 
 tcp_bootstrap::~tcp_bootstrap() {

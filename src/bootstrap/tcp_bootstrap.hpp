@@ -42,6 +42,7 @@ class tcp_bootstrap final : public shoal::bootstrap {
   int node() const noexcept override { return node_; }
   int n_nodes() const noexcept override { return n_nodes_; }
   int local_pe() const noexcept override { return local_pe_; }
+  int host_pe() const noexcept override { return host_pe_; }
   int local_size() const noexcept override { return static_cast<int>(node_pes_.size()); }
   std::span<const int> node_pes() const noexcept override { return node_pes_; }
 
@@ -75,6 +76,7 @@ class tcp_bootstrap final : public shoal::bootstrap {
   int node_ = 0;
   int n_nodes_ = 1;
   int local_pe_ = 0;
+  int host_pe_ = 0;
   std::vector<int> node_pes_;
 
   std::mutex mutex_;                    // one collective at a time on the hub connection

@@ -68,7 +68,8 @@ int pick_device(int requested, const shoal::bootstrap& boot) {
     throw error(errc::unsupported, "shoal::init",
                 fmt::format("no usable GPU ({}); pass init_options{{.device = shoal::kNoDevice}} for a host-only world",
                             status != cudaSuccess ? cudaGetErrorString(status) : "0 devices"));
-  int device = requested == kAutoDevice ? boot.local_pe() % count : requested;
+  // By place on the host, not in the node: emulated nodes of one host still get a GPU each.
+  int device = requested == kAutoDevice ? boot.host_pe() % count : requested;
   if (device < 0 || device >= count)
     throw error(errc::invalid_argument, "shoal::init",
                 fmt::format("device {} requested; {} GPUs visible", device, count));

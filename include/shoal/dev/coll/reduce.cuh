@@ -86,6 +86,12 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
         send_to_member(t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
                        len * sizeof(T), Unit::rank(), Unit::size());
     meet_members(unit, t, ch, 2 * epoch, true);
+    // Through the proxy a peer's data can arrive before the proxy has read ours: wait until it has, since
+    // the reduction below may overwrite the source (in place).
+    if (t.spans_nodes != 0) {
+      if (Unit::leader()) proxy_quiet(t.world);
+      Unit::sync();
+    }
     reduce_sources<Op, T>(
         len, n,
         [&](int s) {
