@@ -20,7 +20,7 @@ constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1
 // Channels and least scratch per channel, parity and member of a team creation in which some team spans
 // nodes (see pick() in team_handle.hpp: such teams run staged and direct steps through the proxy).
 constexpr int kProxyTeamChannels = 8;
-constexpr std::uint64_t kProxyTeamScratchBytes = 256 * 1024;
+constexpr std::uint64_t kProxyTeamScratchBytes = 1024 * 1024;
 
 // Where calls, flags and scratch sit inside a team's one heap allocation, for `members` members (the
 // largest team any PE creates in the same call, so the allocation is the same size everywhere).

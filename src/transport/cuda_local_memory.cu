@@ -102,7 +102,6 @@ class cuda_local_memory final : public local_memory {
   // data moves from staging into `to` at flush(), a write's source is staged before the call returns.
   void read(local_ref from, void* to, std::size_t bytes) override {
     bind();
-    if (host_address(from)) return (void)std::memcpy(to, resolve(from), bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {  // larger than all of staging: one blocking copy
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
@@ -115,7 +114,6 @@ class cuda_local_memory final : public local_memory {
 
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
-    if (host_address(to)) return (void)std::memcpy(resolve(to), from, bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
@@ -182,18 +180,6 @@ class cuda_local_memory final : public local_memory {
     if (bound_ == std::this_thread::get_id()) return;
     SHOAL_CUDA_CHECK(cudaSetDevice(device_));
     bound_ = std::this_thread::get_id();
-  }
-
-  // A local buffer in host memory (pageable or pinned) is copied by the CPU: a CUDA copy between two host
-  // buffers is synchronous with the device and would wait for the very kernel waiting on this request.
-  static bool host_address(local_ref ref) {
-    if (!ref.is_address) return false;
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, reinterpret_cast<void*>(static_cast<std::uintptr_t>(ref.value))) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return true;
-    }
-    return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
   }
 
   void* resolve(local_ref ref) const {

@@ -1,8 +1,10 @@
 // local_memory for a heap in GPU memory: the proxy engine's reads and writes become copies on one CUDA
 // stream of the PE's device, atomics and signal adds one-thread kernels on it, signal sets stream memory
-// writes (no SM needed), and flush() one stream synchronization. Heap offsets resolve against the PE's
-// heap base; addresses (the local side of this PE's own requests) may be device, pinned or pageable
-// host memory. Used by the world when the job spans nodes; fmt-free for the .cu file behind it.
+// writes (no SM needed), and flush() one stream synchronization. Copies go through pinned staging so they
+// stay asynchronous. Heap offsets resolve against the PE's heap base; addresses (the local side of this
+// PE's own requests) must be device memory: a CUDA copy between two host buffers would wait for every
+// kernel of the device, including the one waiting for the request (the host forms stage host buffers
+// in device memory first). Used by the world when the job spans nodes; fmt-free for the .cu file.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,16 @@ const std::string& skip_reason();
       GTEST_SKIP() << "needs " << (min_pes) << " PEs, have " << ::shoal::gpu_test::the_world()->n_pes(); \
   } while (0)
 
+// For tests of what only load/store reach gives (peer addresses, registered user buffers, copy engines
+// between GPUs): skipped with the reason when some PE is on another node (SHOAL_EMULATE_NODES, or a
+// job across hosts), where calls go through the proxy instead.
+#define SHOAL_REQUIRE_ONE_NODE()                                                                        \
+  do {                                                                                                  \
+    if (::shoal::gpu_test::the_world()->bootstrap().n_nodes() > 1)                                      \
+      GTEST_SKIP() << "needs every PE on one node (load/store reach); this job has "                     \
+                   << ::shoal::gpu_test::the_world()->bootstrap().n_nodes() << " nodes";                \
+  } while (0)
+
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 
 // Deterministic random bytes: the same (seed, n) gives the same bytes on every PE, so a receiver can

@@ -316,6 +316,7 @@ TEST(CollStream, GraphReplayWithNewInputs) {
 // the threshold at 1 byte every direct exchange takes that path: every layout and size, then a graph.
 TEST(CollStream, CopyEngineExchanges) {
   SHOAL_REQUIRE_WORLD(1);
+  SHOAL_REQUIRE_ONE_NODE();  // copy engines reach only mapped peers (teams across nodes never use them)
   world& w = *the_world();
   scoped_env env({{"SHOAL_COLL_CE_BYTES", "1"}});
   team t = world_copy_with(w, {"two_shot", "direct", "direct"});
@@ -332,6 +333,7 @@ TEST(CollStream, CopyEngineExchanges) {
 // framework's tensors would); a count that runs past the registered buffer is refused.
 TEST(CollStream, RegisteredBuffers) {
   SHOAL_REQUIRE_WORLD(1);
+  SHOAL_REQUIRE_ONE_NODE();
   world& w = *the_world();
   const team& t = world_team(w);
   const int n = t.size(), me = t.my_index();

@@ -14,6 +14,7 @@ __global__ void put_into_registered(device_handle h, std::byte* dst, const std::
 
 TEST(Register, UserBufferActsSymmetric) {
   SHOAL_REQUIRE_WORLD(1);
+  SHOAL_REQUIRE_ONE_NODE();
   shoal::world& w = *the_world();
   const std::size_t n = (1u << 20) + 13, padding = 4096;
   std::byte *user = nullptr, *src = nullptr;

@@ -180,6 +180,7 @@ __global__ void ptr_kernel(device_handle h, int* sym, int pe, int* out) { *out =
 
 TEST(Rma, PtrReachesPeerObject) {
   SHOAL_REQUIRE_WORLD(1);
+  SHOAL_REQUIRE_ONE_NODE();
   shoal::world& w = *the_world();
   int* sym = w.malloc_array<int>(1);
   int mine = 1000 + w.pe();
