@@ -8,24 +8,25 @@
 namespace shoal::detail {
 namespace {
 
-__global__ void put_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe) {
-  put_bytes(thread_scope{}, h, dst, src, bytes, pe);
+// Blocking device calls of one thread, for a PE on another node. `on_host`: the local buffer is host
+// memory, which the proxy then copies with the CPU.
+__global__ void put_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe, bool on_host) {
+  proxy_await(h, proxy_transfer(h, proxy_op::put, dst, const_cast<void*>(src), bytes, pe, "put", on_host), "put", pe);
 }
-__global__ void get_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe) {
-  get_bytes(thread_scope{}, h, dst, src, bytes, pe);
+__global__ void get_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe, bool on_host) {
+  proxy_await(h, proxy_transfer(h, proxy_op::get, const_cast<void*>(src), dst, bytes, pe, "get", on_host), "get", pe);
 }
 __global__ void put_signal_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
-                                  std::uint64_t value, sig_op op, int pe) {
-  put_signal_bytes(thread_scope{}, h, dst, src, bytes, sig, value, op, pe);
+                                  std::uint64_t value, sig_op op, int pe, bool on_host) {
+  proxy_await(h, proxy_put_signal(h, dst, src, bytes, sig, value, op, pe, on_host), "put_signal", pe);
 }
 __global__ void signal_kernel(device_handle h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
   signal_op(h, sig, value, op, pe);
 }
 __global__ void quiet_kernel(device_handle h) { proxy_quiet(h); }
 
-// The engine reaches a request's local buffer with copies on its own stream, which suits device memory
-// only (a CUDA copy between host buffers waits for the whole device, including the kernel waiting for
-// the request). So a host buffer is staged through device memory allocated in stream order.
+// Whether the proxy must copy `p` with the CPU: host memory, pinned or pageable. (Its own copies on the
+// GPU's copy engines cannot take a host buffer on both ends without waiting for every kernel.)
 bool host_memory(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -35,43 +36,23 @@ bool host_memory(const void* p) {
   return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
 }
 
-// A device copy of [src, +bytes) made in stream order (null when src is device memory already).
-void* stage_in(const void* src, std::size_t bytes, cudaStream_t stream) {
-  if (!host_memory(src)) return nullptr;
-  void* staged = nullptr;
-  SHOAL_CUDA_CHECK(cudaMallocAsync(&staged, bytes, stream));
-  SHOAL_CUDA_CHECK(cudaMemcpyAsync(staged, src, bytes, cudaMemcpyDefault, stream));
-  return staged;
-}
-
-void release(void* staged, cudaStream_t stream) {
-  if (staged != nullptr) SHOAL_CUDA_CHECK(cudaFreeAsync(staged, stream));
-}
-
 }  // namespace
 
 void proxy_put_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  void* staged = stage_in(src, bytes, stream);
-  put_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, staged ? staged : src, bytes, pe);
+  put_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, host_memory(src));
   SHOAL_CUDA_CHECK(cudaGetLastError());
-  release(staged, stream);
 }
 
 void proxy_get_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  void* staged = nullptr;
-  if (host_memory(dst)) SHOAL_CUDA_CHECK(cudaMallocAsync(&staged, bytes, stream));
-  get_kernel<<<1, 1, 0, stream>>>(w.device_handle(), staged ? staged : dst, src, bytes, pe);
+  get_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, host_memory(dst));
   SHOAL_CUDA_CHECK(cudaGetLastError());
-  if (staged != nullptr) SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyDefault, stream));
-  release(staged, stream);
 }
 
 void proxy_put_signal_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                                 std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
-  void* staged = bytes != 0 ? stage_in(src, bytes, stream) : nullptr;
-  put_signal_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, staged ? staged : src, bytes, sig, value, op, pe);
+  put_signal_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, sig, value, op, pe,
+                                         bytes != 0 && host_memory(src));
   SHOAL_CUDA_CHECK(cudaGetLastError());
-  release(staged, stream);
 }
 
 void proxy_signal_on_stream(world::impl& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe,

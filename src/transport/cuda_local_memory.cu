@@ -102,6 +102,7 @@ class cuda_local_memory final : public local_memory {
   // data moves from staging into `to` at flush(), a write's source is staged before the call returns.
   void read(local_ref from, void* to, std::size_t bytes) override {
     bind();
+    if (from.is_host) return (void)std::memcpy(to, resolve(from), bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {  // larger than all of staging: one blocking copy
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
@@ -114,6 +115,7 @@ class cuda_local_memory final : public local_memory {
 
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
+    if (to.is_host) return (void)std::memcpy(resolve(to), from, bytes);
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));

@@ -17,10 +17,11 @@ namespace shoal::detail {
 struct local_ref {
   std::uint64_t value = 0;
   bool is_address = false;
+  bool is_host = false;  // an address in host memory (a request's local_is_host)
 
-  static constexpr local_ref heap(std::uint64_t offset) { return {offset, false}; }
-  static constexpr local_ref address(const void* p) { return {reinterpret_cast<std::uintptr_t>(p), true}; }
-  constexpr local_ref advanced(std::uint64_t bytes) const { return {value + bytes, is_address}; }
+  static constexpr local_ref heap(std::uint64_t offset) { return {offset, false, false}; }
+  static constexpr local_ref address(const void* p) { return {reinterpret_cast<std::uintptr_t>(p), true, false}; }
+  constexpr local_ref advanced(std::uint64_t bytes) const { return {value + bytes, is_address, is_host}; }
 };
 
 // One atomic on a heap word: proxy_atomic_op of proxy_atomic_type; 32-bit operands in the low half.

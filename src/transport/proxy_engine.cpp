@@ -222,7 +222,7 @@ bool proxy_engine_core::pump() {
       }
       const bool put = item.kind == proxy_wire_kind::put_data;
       proxy_outgoing* out = stage(pe, kProxyRequestHandler, h, put ? n : 0);
-      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address}, out->payload.get(), n);
+      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload.get(), n);
       if (n != 0) count(n_chunks_);
       peer.window_bytes += n;
       if (peer.awaiting++ == 0) peer.last_heard = now_;

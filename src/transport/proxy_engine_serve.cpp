@@ -124,7 +124,8 @@ void proxy_engine_core::reply(const network_message& m, const proxy_wire_header&
       break;
     case proxy_wire_kind::get_data:
       ok = fits && r.op == proxy_op::get && h.bytes != 0;
-      if (ok) memory_.write(local_ref{r.local + h.chunk_offset, r.local_is_address}, m.payload.data(), h.bytes);
+      if (ok) memory_.write(local_ref{r.local + h.chunk_offset, r.local_is_address, r.local_is_host}, m.payload.data(),
+                            h.bytes);
       break;
     case proxy_wire_kind::atomic_result:
       ok = r.op == proxy_op::atomic;

@@ -39,6 +39,7 @@ proxy_request random_request(std::mt19937_64& rng, proxy_op op, proxy_atomic_op 
       r.size = any_below(heap + 1);
       r.remote_offset = any_below(heap - r.size + 1);
       r.local_is_address = rng() % 2 == 0;
+      r.local_is_host = r.local_is_address && rng() % 2 == 0;
       r.local = r.local_is_address ? rng() : any_below(heap - r.size + 1);
       if (op == proxy_op::put_signal) {
         r.signal_op = static_cast<proxy_signal_op>(rng() % kProxySignalOpCount);
@@ -185,8 +186,9 @@ TEST(ProxyDescriptor, RejectsMalformedDescriptors) {
   for (unsigned bit = kProxyHeaderBits; bit < 64; ++bit)
     expect_rejected(
         put, [&](auto& w) { w[H] |= std::uint64_t{1} << bit; }, proxy_status::reserved_bits_set);
+  // The host-memory flag means something only beside the address flag.
   expect_rejected(
-      put, [&](auto& w) { w[H] |= std::uint64_t{2} << kProxyFlagShift; }, proxy_status::reserved_bits_set);
+      put, [&](auto& w) { w[H] |= kProxyFlagLocalIsHost << kProxyFlagShift; }, proxy_status::unused_field_set);
 
   // Beyond the budgets.
   expect_rejected(

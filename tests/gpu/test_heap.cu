@@ -6,9 +6,23 @@
 namespace shoal::gpu_test {
 namespace {
 
-__global__ void fill_remote(device_handle h, std::uint32_t* dst, std::size_t count, int pe, std::uint32_t salt) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
-    p(h, dst + i, std::uint32_t(i * 2654435761u) ^ salt, pe);
+// Element by element with p() where the peer is mapped; through the proxy (another node) one p per
+// element would be millions of messages, so there the pattern is built locally and sent with one
+// grid-scope put. Either way through a handle taken before the growth.
+__global__ void fill_remote(device_handle h, std::uint32_t* dst, std::uint32_t* local, std::size_t count, int pe,
+                            std::uint32_t salt) {
+  const bool mapped = ptr(h, dst, pe) != nullptr;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    const std::uint32_t value = std::uint32_t(i * 2654435761u) ^ salt;
+    if (mapped)
+      p(h, dst + i, value, pe);
+    else
+      local[i] = value;
+  }
+  if (mapped) return;
+  __threadfence();
+  grid_sync(h);
+  put(grid, h, dst, local, count, pe);
 }
 
 TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
@@ -24,8 +38,11 @@ TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   EXPECT_GT(grown.mapped, start.mapped);
   EXPECT_GE(grown.used, start.used + count * sizeof(std::uint32_t));
   EXPECT_EQ(w.device_handle().heap_base, before.heap_base);
-  fill_remote<<<132, 256>>>(before, big, count, next_pe(w), 0x5EED0000u + w.pe());
+  std::uint32_t* local = nullptr;
+  ASSERT_EQ(cudaMalloc(&local, count * sizeof(std::uint32_t)), cudaSuccess);
+  fill_remote<<<132, 256>>>(before, big, local, count, next_pe(w), 0x5EED0000u + w.pe());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaFree(local), cudaSuccess);
   barrier_all(w);
   std::vector<std::uint32_t> got(count);
   ASSERT_EQ(cudaMemcpy(got.data(), big, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);

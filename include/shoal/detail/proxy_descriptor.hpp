@@ -145,9 +145,12 @@ inline constexpr std::uint64_t kProxyMaxSize = proxy_field_mask(kProxySizeBits);
 inline constexpr std::uint32_t kProxyMaxCompletionSlots = static_cast<std::uint32_t>(1) << kProxyCompletionBits;
 
 // Flag bit 0: `local` is a virtual address of the PE's own process (a registered buffer or a staging
-// buffer) rather than an offset in its heap. Flag bit 1 is reserved.
+// buffer) rather than an offset in its heap.
 inline constexpr std::uint64_t kProxyFlagLocalIsAddress = 1;
-inline constexpr std::uint64_t kProxyFlagsKnown = kProxyFlagLocalIsAddress;
+// Flag bit 1, only with bit 0: that address is host memory, which the proxy copies with the CPU (a GPU
+// heap's proxy copies device memory with the GPU's copy engines, which cannot wait on host buffers).
+inline constexpr std::uint64_t kProxyFlagLocalIsHost = 2;
+inline constexpr std::uint64_t kProxyFlagsKnown = kProxyFlagLocalIsAddress | kProxyFlagLocalIsHost;
 
 // The unpacked form. Fields an op does not use must be zero (value-initialize with {}), so every request
 // has exactly one descriptor and decode(encode(r)) == r.
@@ -157,6 +160,7 @@ struct proxy_request {
   proxy_atomic_type atomic_type = proxy_atomic_type::int32;  // op == atomic
   proxy_signal_op signal_op = proxy_signal_op::set;          // op == put_signal or signal
   bool local_is_address = false;                             // put, get, put_signal
+  bool local_is_host = false;                                // with local_is_address: host memory
   std::int32_t pe = 0;                                       // target; kProxyAllPes for fence/quiet to all
   std::uint32_t completion = 0;     // fetching atomics: index of the result slot the old value goes to
   std::uint64_t sequence = 0;       // the request's ticket in its ring; the ring sets it
@@ -250,6 +254,7 @@ SHOAL_HD constexpr proxy_status validate(const proxy_request& r, const proxy_lim
     return proxy_status::unused_field_set;
   if (!signal && (r.signal_op != proxy_signal_op{} || r.signal_offset != 0)) return proxy_status::unused_field_set;
   if (!data && (r.local_is_address || r.local != 0 || r.size != 0)) return proxy_status::unused_field_set;
+  if (r.local_is_host && !r.local_is_address) return proxy_status::unused_field_set;
   if (!data && !atomic && r.remote_offset != 0) return proxy_status::unused_field_set;
   if (!signal && !atomic && r.value != 0) return proxy_status::unused_field_set;
 
@@ -298,7 +303,8 @@ SHOAL_HD constexpr proxy_encoded encode(const proxy_request& r) {
   header |= std::uint64_t{static_cast<std::uint8_t>(r.atomic_op)} << kProxyAtomicOpShift;
   header |= std::uint64_t{static_cast<std::uint8_t>(r.atomic_type)} << kProxyAtomicTypeShift;
   header |= std::uint64_t{static_cast<std::uint8_t>(r.signal_op)} << kProxySignalOpShift;
-  header |= (r.local_is_address ? kProxyFlagLocalIsAddress : 0) << kProxyFlagShift;
+  header |= ((r.local_is_address ? kProxyFlagLocalIsAddress : 0) | (r.local_is_host ? kProxyFlagLocalIsHost : 0))
+            << kProxyFlagShift;
   header |= (static_cast<std::uint64_t>(r.pe) & proxy_field_mask(kProxyPeBits)) << kProxyPeShift;
   header |= std::uint64_t{r.completion} << kProxyCompletionShift;
   auto& w = out.descriptor.words;
@@ -342,6 +348,7 @@ SHOAL_HD constexpr proxy_decoded decode(const proxy_descriptor& d, const proxy_l
   r.atomic_type = static_cast<proxy_atomic_type>(atomic_type);
   r.signal_op = static_cast<proxy_signal_op>(signal_op);
   r.local_is_address = (flags & kProxyFlagLocalIsAddress) != 0;
+  r.local_is_host = (flags & kProxyFlagLocalIsHost) != 0;
   r.pe = static_cast<std::int32_t>(field(kProxyPeShift, kProxyPeBits));
   r.completion = static_cast<std::uint32_t>(field(kProxyCompletionShift, kProxyCompletionBits));
   r.sequence = w[proxy_descriptor::kSequenceWord];

@@ -98,19 +98,23 @@ __device__ inline void proxy_quiet(const device_handle& h) {
 
 // ---- puts, gets, signals: posted by one thread ----
 
+// `local_on_host`: the local buffer is host memory (the host forms say so; kernels pass device memory).
 __device__ inline std::uint64_t proxy_transfer(const device_handle& h, proxy_op op, void* remote, void* local,
-                                               std::size_t bytes, int pe, const char* call) {
+                                               std::size_t bytes, int pe, const char* call,
+                                               bool local_on_host = false) {
   proxy_request r{};
   r.op = op;
   r.pe = pe;
   r.remote_offset = proxy_heap_offset(h, remote, call, pe);
   proxy_set_local(h, r, local);
+  r.local_is_host = local_on_host && r.local_is_address;
   r.size = bytes;
   return proxy_submit(h, r, call);
 }
 
 __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* dst, const void* src, std::size_t bytes,
-                                                 std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+                                                 std::uint64_t* sig, std::uint64_t value, sig_op op, int pe,
+                                                 bool local_on_host = false) {
   const char* call = "put_signal";
   proxy_request r{};
   r.op = proxy_op::put_signal;
@@ -119,6 +123,7 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   if (bytes != 0) {
     r.remote_offset = proxy_heap_offset(h, dst, call, pe);
     proxy_set_local(h, r, src);
+    r.local_is_host = local_on_host && r.local_is_address;
   }
   r.signal_op = op == sig_op::set ? proxy_signal_op::set : proxy_signal_op::add;
   r.signal_offset = proxy_heap_offset(h, sig, call, pe);
@@ -143,7 +148,8 @@ template <typename Scope>
 __device__ inline bool proxy_share(std::size_t bytes, std::size_t& begin, std::size_t& end) {
   if constexpr (std::is_same_v<Scope, grid_scope>) {
     if (!block_scope::leader()) return false;
-    const std::size_t per = (bytes / grid_scope::n_blocks() + 15) / 16 * 16;
+    const std::size_t blocks = grid_scope::n_blocks();
+    const std::size_t per = ((bytes + blocks - 1) / blocks + 15) / 16 * 16;  // > 0 whenever bytes > 0
     begin = per * grid_scope::block_rank();
     begin = begin < bytes ? begin : bytes;
     end = bytes - begin < per ? bytes : begin + per;
