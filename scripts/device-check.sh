@@ -19,7 +19,8 @@ if [ -n "${CARRIED_UCX:-}" ]; then
   ucx_lib=$(realpath "$CARRIED_UCX")/core/usr/lib/x86_64-linux-gnu
   export LD_LIBRARY_PATH=$ucx_lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$ucx_lib/ucx
 fi
-[ -n "${EMULATE_NODES:-}" ] && export SHOAL_EMULATE_NODES=$EMULATE_NODES
+# Across (emulated) nodes kernels must load eagerly: see docs/proxy-design.md, "Lazy module loading".
+[ -n "${EMULATE_NODES:-}" ] && export SHOAL_EMULATE_NODES=$EMULATE_NODES CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 { nvidia-smi -L; nvidia-smi topo -m; } > "$OUT/machine.txt" 2>&1
 

@@ -23,6 +23,7 @@ struct driver_api {
   decltype(&::cuStreamWaitValue64) stream_wait_value64;
   decltype(&::cuStreamBatchMemOp) stream_batch_mem_op;
   decltype(&::cuMemGetAddressRange) mem_get_address_range;
+  decltype(&::cuModuleGetLoadingMode) module_get_loading_mode;
 };
 
 // Throws shoal::error(errc::cuda) if the runtime cannot find the driver or an entry point.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/config.hpp"
@@ -106,6 +107,13 @@ void setup_device(world::impl& w, int requested) {
 // still succeeds (node-local work runs) and calls to other nodes fail with a clear error.
 void start_proxy(world::impl& w) {
   if (w.boot->n_nodes() <= 1) return;
+  CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+  if (detail::driver().module_get_loading_mode(&mode) == CUDA_SUCCESS && mode == CU_MODULE_LAZY_LOADING)
+    SHOAL_LOG_WARN(base,
+                   "CUDA loads kernels lazily in this process (CUDA_MODULE_LOADING=LAZY, or CUDA started before "
+                   "shoal::init): a kernel launched for the first time while another kernel waits for a PE on "
+                   "another node can deadlock, since loading it waits for the running kernel and the proxy waits "
+                   "for the loading. Set CUDA_MODULE_LOADING=EAGER in the environment of every PE.");
   if (!detail::ucx_network_available()) {
     SHOAL_LOG_WARN(base, "the PEs span {} nodes but shoal was built without UCX: PEs on other nodes are unreachable",
                    w.boot->n_nodes());
@@ -318,6 +326,11 @@ world init(init_options options) {
   state->node_of.resize(std::size_t(state->boot->n_pes()));
   const int my_node = state->boot->node();
   state->boot->all_gather(&my_node, state->node_of.data(), sizeof(int));
+  // Across nodes the proxy thread makes CUDA calls that running kernels may wait for; a kernel's first
+  // launch under lazy loading waits for running kernels, so the two can deadlock. Load eagerly, unless
+  // the user chose; this takes effect only if CUDA has not started in this process yet (else start_proxy
+  // warns).
+  if (state->boot->n_nodes() > 1 && options.device != kNoDevice) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   if (options.device != kNoDevice) setup_device(*state, options.device);
   world w(std::move(state));
   if (options.device != kNoDevice) {
