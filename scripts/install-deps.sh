@@ -7,7 +7,8 @@
 # it also leaves nvcc on the caller's PATH.
 
 shoal_install_deps() {
-  local packages=(cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev python3 libucx-dev)
+  local packages=(cmake ninja-build g++ libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev python3 libucx-dev
+    libopenmpi-dev openmpi-bin)
   local missing=() p
   for p in "${packages[@]}"; do
     if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then missing+=("$p"); fi

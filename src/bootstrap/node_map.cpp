@@ -1,7 +1,11 @@
 #include "bootstrap/node_map.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
+
+#include "shoal/error.hpp"
 
 namespace shoal::detail {
 
@@ -29,6 +33,14 @@ node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes)
     for (int pe : groups[node]) map.node_of_pe[pe] = node;
   map.pes_of_node = std::move(groups);
   return map;
+}
+
+int world_pe_of_local(std::span<const int> node_pes, int node, int local_peer, std::string_view call) {
+  if (local_peer < 0 || local_peer >= static_cast<int>(node_pes.size()))
+    throw error(errc::invalid_argument, call,
+                fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, node,
+                            node_pes.size()));
+  return node_pes[static_cast<std::size_t>(local_peer)];
 }
 
 }  // namespace shoal::detail

@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shoal::detail {
@@ -16,5 +17,9 @@ struct node_map {
 // min(emulate_nodes, L) contiguous groups of sizes differing by at most one (the larger first), L being
 // the host's PE count. So emulate_nodes = 1 gives one node per host, and a large value one node per PE.
 node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes);
+
+// The world PE of node-local index `local_peer` on a node whose PEs are `node_pes`; throws
+// shoal::error(invalid_argument) naming `call` when it is not an index of that node.
+int world_pe_of_local(std::span<const int> node_pes, int node, int local_peer, std::string_view call);
 
 }  // namespace shoal::detail

@@ -227,11 +227,7 @@ void tcp_bootstrap::alltoall(const void* send, void* recv, std::size_t bytes) {
 }
 
 int tcp_bootstrap::world_pe_of(int local_peer, std::string_view call) const {
-  if (local_peer < 0 || local_peer >= local_size())
-    throw error(
-        errc::invalid_argument, call,
-        fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, node_, local_size()));
-  return node_pes_[static_cast<std::size_t>(local_peer)];
+  return world_pe_of_local(node_pes_, node_, local_peer, call);
 }
 
 void tcp_bootstrap::send_fds(int local_peer, std::span<const int> fds) {

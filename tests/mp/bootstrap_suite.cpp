@@ -1,0 +1,256 @@
+// The bootstrap suite (BootstrapTest.*): every PE of a job runs the same tests in the same order, so
+// the collectives line up; checks are non-fatal (EXPECT) so that a wrong value on one PE does not
+// desynchronise the others. The binary that links it says how the job's bootstrap is made
+// (bootstrap_suite.hpp): shoal_mp_tests from the launcher's environment, shoal_mpi_tests from an MPI
+// communicator.
+#include "bootstrap_suite.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shoal/error.hpp"
+
+namespace {
+
+// The job's bootstrap, made once per process (it is collective, so every PE makes it at the same point).
+// Made directly rather than through shoal::init so that these tests need no GPU.
+std::unique_ptr<shoal::bootstrap> g_boot;
+
+class BootstrapTest : public ::testing::Test {
+ protected:
+  // Made at the first test of this suite, which is the same point on every PE. The fault tests of this
+  // binary (fault_tests.cpp) never make one: they run outside any job and start jobs of their own.
+  static void SetUpTestSuite() {
+    if (!g_boot) g_boot = shoal_mp::make_job_bootstrap();
+  }
+  shoal::bootstrap& boot() { return *g_boot; }
+  int pe() { return boot().pe(); }
+  int n_pes() { return boot().n_pes(); }
+};
+
+// Deterministic data every PE can recompute: block `index` of PE `pe` in test step `step`.
+std::vector<unsigned char> block_of(int pe, std::uint64_t step, int index, std::size_t bytes) {
+  std::mt19937_64 rng(std::uint64_t(pe) * 1000003u + step * 7919u + std::uint64_t(index) * 104729u + 17u);
+  std::vector<unsigned char> out(bytes);
+  for (auto& b : out) b = static_cast<unsigned char>(rng());
+  return out;
+}
+
+constexpr std::size_t kSizes[] = {0, 1, 7, 64, 4096, 100000, std::size_t{1} << 20};
+
+void check_all_gather(shoal::bootstrap& b, std::uint64_t step, std::size_t bytes) {
+  int n = b.n_pes();
+  std::vector<unsigned char> mine = block_of(b.pe(), step, 0, bytes);
+  std::vector<unsigned char> all(bytes * n, 0xee);
+  b.all_gather(mine.data(), all.data(), bytes);
+  for (int p = 0; p < n; ++p)
+    EXPECT_TRUE(std::equal(all.begin() + p * bytes, all.begin() + (p + 1) * bytes, block_of(p, step, 0, bytes).begin()))
+        << "block of PE " << p << " (" << bytes << " bytes, step " << step << ")";
+}
+
+void check_broadcast(shoal::bootstrap& b, std::uint64_t step, std::size_t bytes, int root) {
+  std::vector<unsigned char> data =
+      b.pe() == root ? block_of(root, step, 0, bytes) : std::vector<unsigned char>(bytes, 0xee);
+  b.broadcast(data.data(), bytes, root);
+  EXPECT_EQ(data, block_of(root, step, 0, bytes)) << bytes << " bytes from root " << root;
+}
+
+void check_alltoall(shoal::bootstrap& b, std::uint64_t step, std::size_t bytes) {
+  int n = b.n_pes();
+  std::vector<unsigned char> send, recv(bytes * n, 0xee);
+  for (int q = 0; q < n; ++q) {
+    auto blk = block_of(b.pe(), step, q, bytes);  // what this PE sends to q
+    send.insert(send.end(), blk.begin(), blk.end());
+  }
+  b.alltoall(send.data(), recv.data(), bytes);
+  for (int p = 0; p < n; ++p)
+    EXPECT_TRUE(
+        std::equal(recv.begin() + p * bytes, recv.begin() + (p + 1) * bytes, block_of(p, step, b.pe(), bytes).begin()))
+        << "block from PE " << p << " (" << bytes << " bytes)";
+}
+
+TEST_F(BootstrapTest, Topology) {
+  EXPECT_GE(pe(), 0);
+  EXPECT_LT(pe(), n_pes());
+  if (const char* rank = std::getenv("SHOAL_RANK")) {
+    EXPECT_EQ(pe(), std::atoi(rank));
+  }
+  if (const char* size = std::getenv("SHOAL_WORLD_SIZE")) {
+    EXPECT_EQ(n_pes(), std::atoi(size));
+  }
+  std::span<const int> mine = boot().node_pes();
+  ASSERT_EQ(static_cast<int>(mine.size()), boot().local_size());
+  EXPECT_EQ(mine[boot().local_pe()], pe());
+  EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+
+  // Every PE's view of its node must agree with every other PE's.
+  int me[2] = {boot().node(), boot().local_pe()};
+  std::vector<int> all(2 * n_pes());
+  boot().all_gather(me, all.data(), sizeof me);
+  int max_node = 0;
+  for (int p = 0; p < n_pes(); ++p) max_node = std::max(max_node, all[2 * p]);
+  EXPECT_EQ(boot().n_nodes(), max_node + 1);
+  std::vector<int> same_node;
+  for (int p = 0; p < n_pes(); ++p)
+    if (all[2 * p] == boot().node()) same_node.push_back(p);
+  EXPECT_EQ(std::vector<int>(mine.begin(), mine.end()), same_node);
+  for (std::size_t i = 0; i < same_node.size(); ++i) EXPECT_EQ(all[2 * same_node[i] + 1], static_cast<int>(i));
+
+  // All PEs of a shoalrun job share a host: SHOAL_EMULATE_NODES=k gives min(k, n) contiguous nodes.
+  int k = std::getenv("SHOAL_EMULATE_NODES") ? std::atoi(std::getenv("SHOAL_EMULATE_NODES")) : 1;
+  if (std::getenv("SHOAL_NODE_ID") == nullptr) {
+    int expect_nodes = std::min(k, n_pes());
+    EXPECT_EQ(boot().n_nodes(), expect_nodes);
+    int base = n_pes() / expect_nodes, extra = n_pes() % expect_nodes;
+    int first = 0;
+    for (int node = 0; node < boot().node(); ++node) first += base + (node < extra ? 1 : 0);
+    EXPECT_EQ(mine.front(), first);
+  }
+}
+
+TEST_F(BootstrapTest, AllGather) {
+  std::uint64_t step = 100;
+  for (std::size_t bytes : kSizes) check_all_gather(boot(), step++, bytes);
+}
+
+TEST_F(BootstrapTest, BroadcastFromEveryRoot) {
+  std::uint64_t step = 200;
+  for (int root = 0; root < n_pes(); ++root)
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{5}, std::size_t{4096}, std::size_t{300000}})
+      check_broadcast(boot(), step++, bytes, root);
+}
+
+TEST_F(BootstrapTest, Alltoall) {
+  std::uint64_t step = 300;
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{8192}, std::size_t{131072}})
+    check_alltoall(boot(), step++, bytes);
+}
+
+// A barrier orders side effects: files each PE creates before it must all be visible after it.
+TEST_F(BootstrapTest, BarrierOrdersSideEffects) {
+  char dir[256] = {};
+  if (pe() == 0) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "shoal-mp-XXXXXX").string();
+    std::strncpy(dir, tmpl.c_str(), sizeof dir - 1);
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+  }
+  boot().broadcast(dir, sizeof dir, 0);
+  for (int round = 0; round < 5; ++round) {
+    std::ofstream(std::string(dir) + "/" + std::to_string(round) + "." + std::to_string(pe())) << pe();
+    boot().barrier();
+    for (int p = 0; p < n_pes(); ++p)
+      EXPECT_TRUE(std::filesystem::exists(std::string(dir) + "/" + std::to_string(round) + "." + std::to_string(p)))
+          << "round " << round << ": PE " << p << "'s file is missing after the barrier";
+  }
+  boot().barrier();  // everyone checked before PE 0 removes the directory
+  if (pe() == 0) std::filesystem::remove_all(dir);
+}
+
+// Many collectives back to back, kinds, sizes and roots drawn from one seed that all PEs share.
+TEST_F(BootstrapTest, MixedSequence) {
+  std::mt19937 plan(12345);
+  for (std::uint64_t step = 1000; step < 1300; ++step) {
+    std::size_t bytes = plan() % 3 == 0 ? 0 : plan() % 2000;
+    if (plan() % 50 == 0) bytes = std::size_t{1} << 20;
+    switch (plan() % 4) {
+      case 0:
+        check_all_gather(boot(), step, bytes);
+        break;
+      case 1:
+        check_broadcast(boot(), step, bytes, static_cast<int>(plan() % static_cast<unsigned>(n_pes())));
+        break;
+      case 2:
+        boot().barrier();
+        break;
+      case 3:
+        check_alltoall(boot(), step, bytes / static_cast<std::size_t>(n_pes()));
+        break;
+    }
+  }
+}
+
+// Each PE puts its pe into a fresh memfd and sends it (three descriptors per message) to every PE of
+// its node; receivers read the files back.
+TEST_F(BootstrapTest, FdPassingToEveryLocalPeer) {
+  auto make_file = [&](int tag) {
+    int fd = ::memfd_create("shoal-mp-fd", MFD_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    int value[2] = {pe(), tag};
+    EXPECT_EQ(::pwrite(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+    return fd;
+  };
+  int local_size = boot().local_size();
+  for (int peer = 0; peer < local_size; ++peer) {
+    int fds[3] = {make_file(peer * 10), make_file(peer * 10 + 1), make_file(peer * 10 + 2)};
+    boot().send_fds(peer, fds);
+    for (int fd : fds) ::close(fd);  // the receiver has its own descriptors
+  }
+  // Receive in reverse order: messages of other senders arrive first and must wait for their turn.
+  for (int peer = local_size - 1; peer >= 0; --peer) {
+    std::vector<int> got = boot().recv_fds(peer, 3);
+    ASSERT_EQ(got.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+      int value[2] = {-1, -1};
+      EXPECT_EQ(::pread(got[i], value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+      EXPECT_EQ(value[0], boot().node_pes()[peer]);
+      EXPECT_EQ(value[1], boot().local_pe() * 10 + i) << "descriptors out of order";
+      ::close(got[i]);
+    }
+  }
+  boot().barrier();
+}
+
+TEST_F(BootstrapTest, FdPassingOutsideTheNodeIsRejected) {
+  int fd = ::memfd_create("x", MFD_CLOEXEC);
+  try {
+    boot().send_fds(boot().local_size(), std::span(&fd, 1));
+    ADD_FAILURE() << "send_fds to a PE outside the node was accepted";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), shoal::errc::invalid_argument) << e.what();
+  }
+  EXPECT_THROW(boot().recv_fds(-1, 1), shoal::error);
+  ::close(fd);
+}
+
+TEST_F(BootstrapTest, ArgumentErrorsDoNotBreakTheJob) {
+  char c = 0;
+  EXPECT_THROW(boot().broadcast(&c, 1, n_pes()), shoal::error);
+  boot().barrier();
+}
+
+// A second bootstrap beside the first (a second shoal::init in one process), then the first again.
+TEST_F(BootstrapTest, SecondBootstrapInTheSameProcess) {
+  {
+    std::unique_ptr<shoal::bootstrap> second = shoal_mp::make_job_bootstrap();
+    EXPECT_EQ(second->pe(), pe());
+    check_all_gather(*second, 5000, 100);
+  }
+  check_all_gather(boot(), 5001, 100);
+}
+
+// The light set for large jobs (64 PEs on a small machine).
+TEST_F(BootstrapTest, LightAllGather) {
+  check_all_gather(boot(), 7000, 8);
+  check_all_gather(boot(), 7001, 4096);
+}
+
+TEST_F(BootstrapTest, LightBarrier) {
+  for (int i = 0; i < 20; ++i) boot().barrier();
+}
+
+}  // namespace
+
+void shoal_mp::release_job_bootstrap() { g_boot.reset(); }
