@@ -23,6 +23,12 @@ rank 0 also gets SHOAL_BOOTSTRAP_LISTEN_FD, the listening socket itself. NCCL_NV
 NVSHMEM_DISABLE_NVLS=1 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are always set. Every line a process
 writes is prefixed with "[rank] " (stdout to stdout, stderr to stderr). Only rank 0 reads stdin.
 
+shoalrun starts the PEs of one host. Across nodes, start one PE per GPU with your cluster's launcher,
+which shoal::init recognises: under Slurm, export SHOAL_BOOTSTRAP_ADDR=<first node>:<port> and run
+`srun --ntasks-per-node <GPUs> ./app`; under Open MPI, the same address and `mpirun -n <PEs> ./app`, or
+no address with an MPI program that passes its communicator (shoal::make_mpi_bootstrap). Keep
+CUDA_MODULE_LOADING=EAGER in their environment (docs/getting-started.md, "Across nodes").
+
 When a process fails (non-zero exit or killed by a signal), the others get SIGTERM, then SIGKILL 2 s
 later. SIGINT and SIGTERM sent to shoalrun are forwarded to all processes; a second one kills them.
 
