@@ -118,14 +118,16 @@ TEST(ProxyEngine, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
     std::vector<std::byte> source = random_bytes(rng, c.size);
     std::vector<std::byte> back(c.size);
     const std::uint64_t chunks_before = job[0].engine->counters().data_chunks;
-    proxy_request put{.op = proxy_op::put, .local_is_address = c.address, .pe = c.target, .remote_offset = c.remote,
+    // Address buffers here are host vectors, marked as such (as the GPU path's host forms mark theirs).
+    proxy_request put{.op = proxy_op::put, .local_is_address = c.address, .local_is_host = c.address,
+                      .pe = c.target, .remote_offset = c.remote,
                       .local = c.address ? reinterpret_cast<std::uintptr_t>(source.data()) : c.local, .size = c.size};
     if (!c.address) std::memcpy(job[0].base() + c.local, source.data(), c.size);
     ASSERT_EQ(proxy_host_call(job[0].ring, put, kPatience).status, proxy_status::ok);
     ASSERT_EQ(0, std::memcmp(job[c.target].base() + c.remote, source.data(), c.size));
     // Get it back, shifted by one byte, into the other kind of buffer.
-    proxy_request get{.op = proxy_op::get, .local_is_address = !c.address, .pe = c.target,
-                      .remote_offset = c.remote + 1, .size = c.size - 1};
+    proxy_request get{.op = proxy_op::get, .local_is_address = !c.address, .local_is_host = !c.address,
+                      .pe = c.target, .remote_offset = c.remote + 1, .size = c.size - 1};
     get.local = !c.address ? reinterpret_cast<std::uintptr_t>(back.data()) : (16ull << 20) + 5;
     ASSERT_EQ(proxy_host_call(job[0].ring, get, kPatience).status, proxy_status::ok);
     const std::byte* got = !c.address ? back.data() : job[0].base() + get.local;
