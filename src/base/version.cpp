@@ -1,7 +1,10 @@
 #include "shoal/version.hpp"
 
-// The build passes these on the compiler command line. Every target that compiles base/ should define
-// SHOAL_VERSION_STRING; a target that does not still builds, and says "unknown" rather than a guess.
+// The build passes the version on the compiler command line and writes the commit into a generated
+// header at every build. A target without them still builds, and says "unknown" or "" rather than guess.
+#if __has_include("shoal_git_commit.hpp")
+#include "shoal_git_commit.hpp"
+#endif
 #ifndef SHOAL_VERSION_STRING
 #define SHOAL_VERSION_STRING "unknown"
 #endif
