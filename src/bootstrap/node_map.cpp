@@ -35,12 +35,24 @@ node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes)
   return map;
 }
 
-int world_pe_of_local(std::span<const int> node_pes, int node, int local_peer, std::string_view call) {
-  if (local_peer < 0 || local_peer >= static_cast<int>(node_pes.size()))
+node_placement place_pe(std::span<const std::string> host_of_pe, int emulate_nodes, int pe) {
+  node_map map = group_nodes(host_of_pe, emulate_nodes);
+  node_placement p;
+  p.node = map.node_of_pe[static_cast<std::size_t>(pe)];
+  p.n_nodes = static_cast<int>(map.pes_of_node.size());
+  p.node_pes = std::move(map.pes_of_node[static_cast<std::size_t>(p.node)]);
+  p.local_pe = static_cast<int>(std::find(p.node_pes.begin(), p.node_pes.end(), pe) - p.node_pes.begin());
+  p.host_pe = static_cast<int>(
+      std::count(host_of_pe.begin(), host_of_pe.begin() + pe, host_of_pe[static_cast<std::size_t>(pe)]));
+  return p;
+}
+
+int world_pe_of_local(const node_placement& p, int local_peer, std::string_view call) {
+  if (local_peer < 0 || local_peer >= static_cast<int>(p.node_pes.size()))
     throw error(errc::invalid_argument, call,
-                fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, node,
-                            node_pes.size()));
-  return node_pes[static_cast<std::size_t>(local_peer)];
+                fmt::format("local_peer {} is not a PE of this node (node {} has {} PEs)", local_peer, p.node,
+                            p.node_pes.size()));
+  return p.node_pes[static_cast<std::size_t>(local_peer)];
 }
 
 }  // namespace shoal::detail

@@ -18,8 +18,19 @@ struct node_map {
 // the host's PE count. So emulate_nodes = 1 gives one node per host, and a large value one node per PE.
 node_map group_nodes(std::span<const std::string> host_of_pe, int emulate_nodes);
 
-// The world PE of node-local index `local_peer` on a node whose PEs are `node_pes`; throws
-// shoal::error(invalid_argument) naming `call` when it is not an index of that node.
-int world_pe_of_local(std::span<const int> node_pes, int node, int local_peer, std::string_view call);
+// Where PE `pe` sits, as a bootstrap reports it: its node, that node's PEs (ascending) and its index
+// among them, and its index among the PEs of its host (which picks its GPU).
+struct node_placement {
+  int node = 0;
+  int n_nodes = 1;
+  int local_pe = 0;
+  int host_pe = 0;
+  std::vector<int> node_pes;
+};
+node_placement place_pe(std::span<const std::string> host_of_pe, int emulate_nodes, int pe);
+
+// The world PE of node-local index `local_peer` of placement `p`; throws shoal::error(invalid_argument)
+// naming `call` when it is not an index of that node.
+int world_pe_of_local(const node_placement& p, int local_peer, std::string_view call);
 
 }  // namespace shoal::detail

@@ -91,12 +91,7 @@ tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pe
 
   std::vector<std::string> hosts;
   for (const auto& entry : table_) hosts.push_back(entry.host);
-  node_map map = group_nodes(hosts, o.emulate_nodes);
-  node_ = map.node_of_pe[static_cast<std::size_t>(pe_)];
-  n_nodes_ = static_cast<int>(map.pes_of_node.size());
-  node_pes_ = std::move(map.pes_of_node[static_cast<std::size_t>(node_)]);
-  local_pe_ = static_cast<int>(std::find(node_pes_.begin(), node_pes_.end(), pe_) - node_pes_.begin());
-  host_pe_ = static_cast<int>(std::count(hosts.begin(), hosts.begin() + pe_, hosts[static_cast<std::size_t>(pe_)]));
+  placement_ = place_pe(hosts, o.emulate_nodes, pe_);
 }
 
 tcp_bootstrap::~tcp_bootstrap() {
@@ -224,10 +219,6 @@ void tcp_bootstrap::alltoall(const void* send, void* recv, std::size_t bytes) {
   std::size_t total = bytes * static_cast<std::size_t>(n_pes_);
   collective({wire::coll_kind::alltoall, 0, bytes}, {static_cast<const std::byte*>(send), total},
              {static_cast<std::byte*>(recv), total});
-}
-
-int tcp_bootstrap::world_pe_of(int local_peer, std::string_view call) const {
-  return world_pe_of_local(node_pes_, node_, local_peer, call);
 }
 
 void tcp_bootstrap::send_fds(int local_peer, std::span<const int> fds) {

@@ -10,6 +10,7 @@
 
 #include "bootstrap/fd_channel.hpp"
 #include "bootstrap/hub.hpp"
+#include "bootstrap/placed_bootstrap.hpp"
 #include "bootstrap/socket.hpp"
 #include "bootstrap/wire.hpp"
 #include "shoal/bootstrap.hpp"
@@ -28,7 +29,7 @@ struct tcp_bootstrap_options {
   int emulate_nodes = 1;  // SHOAL_EMULATE_NODES
 };
 
-class tcp_bootstrap final : public shoal::bootstrap {
+class tcp_bootstrap final : public placed_bootstrap {
  public:
   // Collective over all PEs: returns once every PE arrived and the table is known. Throws shoal::error
   // naming the PE(s) at fault when the rendezvous fails or runs past the timeout.
@@ -39,12 +40,6 @@ class tcp_bootstrap final : public shoal::bootstrap {
 
   int pe() const noexcept override { return pe_; }
   int n_pes() const noexcept override { return n_pes_; }
-  int node() const noexcept override { return node_; }
-  int n_nodes() const noexcept override { return n_nodes_; }
-  int local_pe() const noexcept override { return local_pe_; }
-  int host_pe() const noexcept override { return host_pe_; }
-  int local_size() const noexcept override { return static_cast<int>(node_pes_.size()); }
-  std::span<const int> node_pes() const noexcept override { return node_pes_; }
 
   void all_gather(const void* mine, void* all, std::size_t bytes) override;
   void broadcast(void* data, std::size_t bytes, int root) override;
@@ -62,7 +57,6 @@ class tcp_bootstrap final : public shoal::bootstrap {
   void read_payload(std::span<std::byte> out, std::string_view what, deadline until);
   [[noreturn]] void fail(errc category, std::string_view context, std::string detail);
   deadline reply_deadline() const;
-  int world_pe_of(int local_peer, std::string_view call) const;
 
   int pe_;
   int n_pes_;
@@ -73,11 +67,6 @@ class tcp_bootstrap final : public shoal::bootstrap {
   unique_fd conn_;  // to the hub
   std::vector<wire::peer_info> table_;
 
-  int node_ = 0;
-  int n_nodes_ = 1;
-  int local_pe_ = 0;
-  int host_pe_ = 0;
-  std::vector<int> node_pes_;
 
   std::mutex mutex_;                    // one collective at a time on the hub connection
   std::uint64_t seq_ = 0;               // collectives started

@@ -9,7 +9,8 @@ namespace shoal::detail {
 namespace {
 
 // Blocking device calls of one thread, for a PE on another node. `on_host`: the local buffer is host
-// memory, which the proxy then copies with the CPU.
+// memory, which the proxy then copies with the CPU (its copies on the GPU's copy engines cannot take a
+// host buffer on both ends without waiting for every kernel).
 __global__ void put_kernel(device_handle h, void* dst, const void* src, std::size_t bytes, int pe, bool on_host) {
   proxy_await(h, proxy_transfer(h, proxy_op::put, dst, const_cast<void*>(src), bytes, pe, "put", on_host), "put", pe);
 }
@@ -25,33 +26,22 @@ __global__ void signal_kernel(device_handle h, std::uint64_t* sig, std::uint64_t
 }
 __global__ void quiet_kernel(device_handle h) { proxy_quiet(h); }
 
-// Whether the proxy must copy `p` with the CPU: host memory, pinned or pageable. (Its own copies on the
-// GPU's copy engines cannot take a host buffer on both ends without waiting for every kernel.)
-bool host_memory(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
-}
-
 }  // namespace
 
 void proxy_put_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  put_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, host_memory(src));
+  put_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, is_host_memory(src));
   SHOAL_CUDA_CHECK(cudaGetLastError());
 }
 
 void proxy_get_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  get_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, host_memory(dst));
+  get_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, pe, is_host_memory(dst));
   SHOAL_CUDA_CHECK(cudaGetLastError());
 }
 
 void proxy_put_signal_on_stream(world::impl& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                                 std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
   put_signal_kernel<<<1, 1, 0, stream>>>(w.device_handle(), dst, src, bytes, sig, value, op, pe,
-                                         bytes != 0 && host_memory(src));
+                                         bytes != 0 && is_host_memory(src));
   SHOAL_CUDA_CHECK(cudaGetLastError());
 }
 

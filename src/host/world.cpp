@@ -125,13 +125,22 @@ void start_proxy(world::impl& w) {
 
 }  // namespace
 
-bool detail::is_pageable(const void* p) {
+namespace {
+cudaMemoryType memory_type_of(const void* p) {
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
     (void)cudaGetLastError();  // older runtimes report unknown host pointers as an error
-    return true;
+    return cudaMemoryTypeUnregistered;
   }
-  return attributes.type == cudaMemoryTypeUnregistered;
+  return attributes.type;
+}
+}  // namespace
+
+bool detail::is_pageable(const void* p) { return memory_type_of(p) == cudaMemoryTypeUnregistered; }
+
+bool detail::is_host_memory(const void* p) {
+  const cudaMemoryType type = memory_type_of(p);
+  return type == cudaMemoryTypeUnregistered || type == cudaMemoryTypeHost;
 }
 
 void world::impl::require_device(const char* call) const {

@@ -24,6 +24,8 @@ namespace detail {
 // enqueueing call wait for the data to be staged and cannot be captured in a graph, so the stream forms
 // refuse it rather than behave unlike the rest of the stream API.
 bool is_pageable(const void* p);
+// True for any host memory, pinned or pageable (what the proxy must copy with the CPU: proxy_calls.cu).
+bool is_host_memory(const void* p);
 }  // namespace detail
 
 struct world::impl {

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <random>
@@ -14,7 +13,7 @@
 
 #include "base/config.hpp"
 #include "bootstrap/fd_channel.hpp"
-#include "bootstrap/node_map.hpp"
+#include "bootstrap/placed_bootstrap.hpp"
 #include "bootstrap/socket.hpp"
 #include "shoal/error.hpp"
 
@@ -43,7 +42,7 @@ struct identity {
   char fd_socket[kField];
 };
 
-class mpi_bootstrap final : public bootstrap {
+class mpi_bootstrap final : public detail::placed_bootstrap {
  public:
   explicit mpi_bootstrap(MPI_Comm comm) {
     int initialized = 0;
@@ -78,12 +77,7 @@ class mpi_bootstrap final : public bootstrap {
       hosts.emplace_back(id.host);
       fd_sockets_.emplace_back(id.fd_socket);
     }
-    detail::node_map map = detail::group_nodes(hosts, static_cast<int>(cfg.emulate_nodes));
-    node_ = map.node_of_pe[static_cast<std::size_t>(pe_)];
-    n_nodes_ = static_cast<int>(map.pes_of_node.size());
-    node_pes_ = std::move(map.pes_of_node[static_cast<std::size_t>(node_)]);
-    local_pe_ = static_cast<int>(std::find(node_pes_.begin(), node_pes_.end(), pe_) - node_pes_.begin());
-    host_pe_ = static_cast<int>(std::count(hosts.begin(), hosts.begin() + pe_, hosts[static_cast<std::size_t>(pe_)]));
+    placement_ = detail::place_pe(hosts, static_cast<int>(cfg.emulate_nodes), pe_);
   }
 
   ~mpi_bootstrap() override {
@@ -93,12 +87,6 @@ class mpi_bootstrap final : public bootstrap {
 
   int pe() const noexcept override { return pe_; }
   int n_pes() const noexcept override { return n_pes_; }
-  int node() const noexcept override { return node_; }
-  int n_nodes() const noexcept override { return n_nodes_; }
-  int local_pe() const noexcept override { return local_pe_; }
-  int host_pe() const noexcept override { return host_pe_; }
-  int local_size() const noexcept override { return static_cast<int>(node_pes_.size()); }
-  std::span<const int> node_pes() const noexcept override { return node_pes_; }
 
   void all_gather(const void* mine, void* all, std::size_t bytes) override {
     const int n = count_of(bytes, "bootstrap all_gather");
@@ -130,21 +118,12 @@ class mpi_bootstrap final : public bootstrap {
   }
 
  private:
-  int world_pe_of(int local_peer, const char* call) const {
-    return detail::world_pe_of_local(node_pes_, node_, local_peer, call);
-  }
-
   MPI_Comm comm_ = MPI_COMM_NULL;
   int pe_ = 0;
   int n_pes_ = 1;
   double timeout_s_ = 60;
   std::unique_ptr<detail::fd_channel> fds_;
   std::vector<std::string> fd_sockets_;  // every PE's descriptor socket
-  int node_ = 0;
-  int n_nodes_ = 1;
-  int local_pe_ = 0;
-  int host_pe_ = 0;
-  std::vector<int> node_pes_;
 };
 
 }  // namespace

@@ -68,11 +68,13 @@ __device__ inline std::uint64_t proxy_heap_offset(const device_handle& h, const 
   return std::uint64_t(b - h.heap_base);
 }
 
-// The local side of a put or get: its heap offset when `p` is in this PE's heap, else its address.
-__device__ inline void proxy_set_local(const device_handle& h, proxy_request& r, const void* p) {
+// The local side of a put or get: its heap offset when `p` is in this PE's heap, else its address, marked
+// as host memory when `on_host` (the host forms say so; kernels pass device memory).
+__device__ inline void proxy_set_local(const device_handle& h, proxy_request& r, const void* p, bool on_host) {
   auto* b = static_cast<const std::byte*>(p);
   r.local_is_address = !(b >= h.heap_base && b - h.heap_base < h.slot_stride);
   r.local = r.local_is_address ? reinterpret_cast<std::uintptr_t>(p) : std::uint64_t(b - h.heap_base);
+  r.local_is_host = on_host && r.local_is_address;
 }
 
 __device__ inline std::uint64_t proxy_submit(const device_handle& h, const proxy_request& r, const char* call) {
@@ -98,7 +100,6 @@ __device__ inline void proxy_quiet(const device_handle& h) {
 
 // ---- puts, gets, signals: posted by one thread ----
 
-// `local_on_host`: the local buffer is host memory (the host forms say so; kernels pass device memory).
 __device__ inline std::uint64_t proxy_transfer(const device_handle& h, proxy_op op, void* remote, void* local,
                                                std::size_t bytes, int pe, const char* call,
                                                bool local_on_host = false) {
@@ -106,8 +107,7 @@ __device__ inline std::uint64_t proxy_transfer(const device_handle& h, proxy_op 
   r.op = op;
   r.pe = pe;
   r.remote_offset = proxy_heap_offset(h, remote, call, pe);
-  proxy_set_local(h, r, local);
-  r.local_is_host = local_on_host && r.local_is_address;
+  proxy_set_local(h, r, local, local_on_host);
   r.size = bytes;
   return proxy_submit(h, r, call);
 }
@@ -122,8 +122,7 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   r.size = bytes;
   if (bytes != 0) {
     r.remote_offset = proxy_heap_offset(h, dst, call, pe);
-    proxy_set_local(h, r, src);
-    r.local_is_host = local_on_host && r.local_is_address;
+    proxy_set_local(h, r, src, local_on_host);
   }
   r.signal_op = op == sig_op::set ? proxy_signal_op::set : proxy_signal_op::add;
   r.signal_offset = proxy_heap_offset(h, sig, call, pe);
