@@ -16,12 +16,15 @@ namespace {
 // outstanding at once (a multiple of 32: the owner map is 32-bit words).
 constexpr proxy_ring_layout kRingLayout{.capacity = 1024, .window = 4096, .result_slots = 1024};
 static_assert(kRingLayout.valid() && kRingLayout.result_slots % 32 == 0);
+// Pinned payload buffers, one chunk each: enough for a full window of chunks to and from a few peers at
+// once; beyond that payloads fall back to ordinary memory and staging copies.
+constexpr payload_buffers kPayloadBuffers{.count = 32, .bytes = kProxyChunkBytes};
 }  // namespace
 
 proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, int device)
     : boot_(boot) {
   net_ = make_ucx_network(boot);
-  memory_ = make_cuda_local_memory(heap_base, heap_bytes, device);
+  memory_ = make_cuda_local_memory(heap_base, heap_bytes, device, kPayloadBuffers);
 
   SHOAL_CUDA_CHECK(cudaHostAlloc(&shared_, kRingLayout.shared_bytes(), cudaHostAllocMapped | cudaHostAllocPortable));
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&head_), sizeof(std::uint64_t)));

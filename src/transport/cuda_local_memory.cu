@@ -73,7 +73,7 @@ __global__ void signal_add_kernel(std::uint64_t* word, std::uint64_t value) {
 
 class cuda_local_memory final : public local_memory {
  public:
-  cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device)
+  cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device, const payload_buffers& lendable)
       : base_(heap_base), bytes_(heap_bytes), device_(device) {
     bind();
     int least = 0, greatest = 0;
@@ -82,6 +82,10 @@ class cuda_local_memory final : public local_memory {
     SHOAL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
     SHOAL_CUDA_CHECK(cudaMallocHost(&old_values_, kOldSlots * sizeof(std::uint64_t)));
     SHOAL_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+    if (lendable.count != 0 && lendable.bytes != 0) {
+      SHOAL_CUDA_CHECK(cudaMallocHost(&lend_storage_, lendable.count * lendable.bytes));
+      lendable_ = payload_pool(lend_storage_, lendable.bytes, lendable.count);
+    }
     // Load the kernels now: with lazy module loading, a first launch while a kernel of the PE spins
     // waiting for this proxy would wait for that kernel to end, and it never would.
     cudaFuncAttributes attributes{};
@@ -93,6 +97,7 @@ class cuda_local_memory final : public local_memory {
     SHOAL_CUDA_LOG(cudaStreamDestroy(stream_));
     SHOAL_CUDA_LOG(cudaFreeHost(old_values_));
     SHOAL_CUDA_LOG(cudaFreeHost(staging_));
+    if (lend_storage_) SHOAL_CUDA_LOG(cudaFreeHost(lend_storage_));
   }
 
   std::uint64_t heap_bytes() const noexcept override { return bytes_; }
@@ -100,9 +105,14 @@ class cuda_local_memory final : public local_memory {
   // Copies go through pinned staging, so they are truly asynchronous (a copy to or from pageable memory
   // would make the thread wait for it) and the caller's buffers are free as the contract says: a read's
   // data moves from staging into `to` at flush(), a write's source is staged before the call returns.
+  // Lent payload buffers are pinned already: the copy engine fills and drains them directly.
   void read(local_ref from, void* to, std::size_t bytes) override {
     bind();
     if (from.is_host) return (void)std::memcpy(to, resolve(from), bytes);
+    if (lendable_.owns(to)) {
+      SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
+      return;
+    }
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {  // larger than all of staging: one blocking copy
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(to, resolve(from), bytes, cudaMemcpyDefault, stream_));
@@ -116,6 +126,10 @@ class cuda_local_memory final : public local_memory {
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
     if (to.is_host) return (void)std::memcpy(resolve(to), from, bytes);
+    if (lendable_.owns(from)) {
+      SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
+      return;
+    }
     std::byte* stage = reserve(bytes);
     if (stage == nullptr) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
@@ -147,6 +161,9 @@ class cuda_local_memory final : public local_memory {
       SHOAL_CUDA_CHECK(cudaGetLastError());
     }
   }
+
+  std::byte* lend(std::size_t bytes) override { return lendable_.take(bytes); }
+  void give_back(std::byte* buffer) override { lendable_.give_back(buffer); }
 
   void flush() override {
     bind();
@@ -199,12 +216,15 @@ class cuda_local_memory final : public local_memory {
   std::byte* staging_ = nullptr;         // pinned
   std::size_t staged_ = 0;               // bytes of staging in use until flush()
   std::vector<staged_read> reads_;
+  std::byte* lend_storage_ = nullptr;  // pinned: the payload buffers
+  payload_pool lendable_;
 };
 
 }  // namespace
 
-std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device) {
-  return std::make_unique<cuda_local_memory>(heap_base, heap_bytes, device);
+std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device,
+                                                     const payload_buffers& lendable) {
+  return std::make_unique<cuda_local_memory>(heap_base, heap_bytes, device, lendable);
 }
 
 }  // namespace shoal::detail

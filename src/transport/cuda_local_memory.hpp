@@ -15,8 +15,15 @@
 
 namespace shoal::detail {
 
+// How many pinned payload buffers to lend (local_memory::lend), and how large each is.
+struct payload_buffers {
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+};
+
 // `heap_base` is this PE's heap slot, `heap_bytes` the most it can map; `device` the PE's GPU. The
 // object must be used by one thread at a time (the proxy thread); it binds that thread to `device`.
-std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device);
+std::unique_ptr<local_memory> make_cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device,
+                                                     const payload_buffers& lendable);
 
 }  // namespace shoal::detail

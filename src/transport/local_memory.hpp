@@ -7,8 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "shoal/detail/proxy_descriptor.hpp"
+#include "transport/payload_pool.hpp"
 
 namespace shoal::detail {
 
@@ -43,7 +45,8 @@ struct local_atomic {
 //   then flushes once, then replies; so a GPU implementation pays one stream synchronization per batch,
 //   not one per request.
 // - write()'s `from` and signal()'s arguments may be reused as soon as the call returns (copy or stage
-//   them); read()'s `to` and atomic()'s `old` stay valid and untouched by the caller until flush().
+//   them), except a `from` in a lent buffer (lend()), which stays unchanged until flush(); read()'s `to`
+//   and atomic()'s `old` stay valid and untouched by the caller until flush().
 // - Heap ranges were checked against heap_bytes() by the engine; addresses are trusted (they come from
 //   this PE's own descriptors).
 // - One thread (the proxy thread) calls all of these. Errors throw shoal::error.
@@ -63,14 +66,23 @@ class local_memory {
   virtual void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) = 0;
   // Completes every operation issued before it (see the contract above).
   virtual void flush() = 0;
+
+  // Payload buffers: `bytes` of memory that read() fills and write() drains without a staging copy (pinned
+  // host memory, for a GPU heap), or null when this memory lends none of that size or all are out. The
+  // engine receives and sends large message payloads in them. A buffer goes back through give_back(),
+  // and only after the flush() that completes every read() into it or write() from it.
+  virtual std::byte* lend(std::size_t /*bytes*/) { return nullptr; }
+  virtual void give_back(std::byte* /*buffer*/) {}
 };
 
 // A heap in host memory the caller owns ([base, base + bytes), 8-byte aligned), e.g. the heap of a CPU-only
 // job, a test, or a staging heap. Every operation is done at once; flush() has nothing to do. Atomics and
 // signals use std::atomic_ref, so host threads of this PE may use atomic_ref on the same words concurrently.
+// With `lend_slots` it also lends that many payload buffers of `slot_bytes` (copies to and from them are
+// plain copies as well): how the CPU tests drive the engine's lent-buffer paths.
 class host_local_memory final : public local_memory {
  public:
-  host_local_memory(void* base, std::uint64_t bytes);
+  host_local_memory(void* base, std::uint64_t bytes, std::size_t lend_slots = 0, std::size_t slot_bytes = 0);
 
   std::uint64_t heap_bytes() const noexcept override { return bytes_; }
   void read(local_ref from, void* to, std::size_t bytes) override;
@@ -78,14 +90,26 @@ class host_local_memory final : public local_memory {
   void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) override;
   void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) override;
   void flush() override {}
+  std::byte* lend(std::size_t bytes) override {
+    std::byte* buffer = lendable_.take(bytes);
+    lends_ += buffer != nullptr;
+    return buffer;
+  }
+  void give_back(std::byte* buffer) override { lendable_.give_back(buffer); }
 
   std::byte* base() const noexcept { return base_; }
+  // For tests, read while no engine runs: buffers lent so far, and those not given back yet.
+  std::size_t lends() const noexcept { return lends_; }
+  std::size_t lent_out() const noexcept { return lendable_.lent_out(); }
 
  private:
   std::byte* resolve(local_ref ref, std::size_t bytes, const char* call) const;
 
   std::byte* base_;
   std::uint64_t bytes_;
+  std::unique_ptr<std::byte[]> lend_storage_;
+  payload_pool lendable_;
+  std::size_t lends_ = 0;
 };
 
 // The atomic itself, on a host word; also what a CUDA implementation's reference check can call.

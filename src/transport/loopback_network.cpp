@@ -89,6 +89,12 @@ class loopback_network final : public network {
     handlers_[id] = {handler, ctx};
   }
 
+  void lend_payloads(std::uint8_t id, network_lender lender) override {
+    if (id >= kNetworkHandlers)
+      throw error(errc::invalid_argument, "loopback_network::lend_payloads", fmt::format("handler id {}", id));
+    lenders_[id] = lender;
+  }
+
   network_region expose(void* base, std::size_t bytes, memory_kind kind) override {
     if (kind != memory_kind::host)
       throw error(errc::unsupported, "loopback_network::expose", "the loopback network reaches host memory only");
@@ -183,7 +189,17 @@ class loopback_network final : public network {
       if (h.fn == nullptr)
         throw error(errc::internal, "loopback_network::progress",
                     fmt::format("a message from PE {} for handler {}, which has none", m.from, m.handler));
-      h.fn(h.ctx, network_message{m.from, m.header, m.payload});
+      network_message message{m.from, m.header, m.payload};
+      // A lent buffer costs the fabric a copy here; what it tests is the handler's ownership of it.
+      const network_lender& lender = lenders_[m.handler];
+      if (lender.lend && !m.payload.empty() && m.payload.size() >= lender.min_bytes) {
+        if (std::byte* buffer = lender.lend(lender.ctx, m.payload.size())) {
+          std::memcpy(buffer, m.payload.data(), m.payload.size());
+          message.payload = {buffer, m.payload.size()};
+          message.lent = buffer;
+        }
+      }
+      h.fn(h.ctx, message);
     }
     if (!held_.empty()) {
       busy = true;  // something is still to come
@@ -257,6 +273,7 @@ class loopback_network final : public network {
   int pe_;
   network_capabilities capabilities_;
   handler_entry handlers_[kNetworkHandlers];
+  network_lender lenders_[kNetworkHandlers];
   std::vector<pending_completion> ready_;  // run at the next progress()
   std::vector<pending_completion> held_;   // reorder_completions: released at random
   std::vector<pending_completion> limbo_;  // issued after this PE died: never complete (canceled at the end)

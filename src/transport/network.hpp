@@ -37,11 +37,25 @@ struct network_done {
   }
 };
 
-// A message as its handler sees it. Both spans are valid only during the handler call.
+// A message as its handler sees it. Both spans are valid only during the handler call, unless the payload
+// is in a lent buffer (`lent`, see network_lender): then the handler owns that buffer from the call on.
 struct network_message {
   int from = -1;
   std::span<const std::byte> header;
   std::span<const std::byte> payload;
+  std::byte* lent = nullptr;  // the payload's buffer when it came from the handler's lender, else null
+};
+
+// Where large payloads for one handler land: in buffers the receiver lends (its local_memory's pinned
+// ones, say) rather than the network's own memory, so the receiver hands them on without a copy. For a
+// payload of `min_bytes` or more the network calls `lend` (from inside progress()); a null answer means
+// "use your own memory". A lent buffer passes to the handler with the message (network_message::lent),
+// or back through `give_back` when the message cannot be delivered.
+struct network_lender {
+  std::byte* (*lend)(void* ctx, std::size_t bytes) = nullptr;
+  void (*give_back)(void* ctx, std::byte* buffer) = nullptr;
+  void* ctx = nullptr;
+  std::size_t min_bytes = 0;
 };
 using network_handler = void (*)(void* ctx, const network_message& message);
 inline constexpr unsigned kNetworkHandlers = 16;  // handler ids are 0 .. kNetworkHandlers - 1
@@ -80,6 +94,9 @@ class network {
   // Installs the handler for messages sent to `id`. Call before the first message can arrive, i.e. before
   // the collective that follows construction; a message for an id with no handler is a fatal error.
   virtual void on_message(std::uint8_t id, network_handler handler, void* ctx) = 0;
+  // Installs (or, with a default network_lender, removes) the lender of payloads for handler `id`. The
+  // lender must outlive the network, or be removed first.
+  virtual void lend_payloads(std::uint8_t id, network_lender lender) = 0;
 
   // Collective over all PEs, in the same order everywhere: [base, base + bytes) of every PE becomes
   // reachable by put/get/atomic from every PE. Throws shoal::error(errc::unsupported) for GPU memory

@@ -47,6 +47,17 @@ proxy_engine_core::proxy_engine_core(const proxy_ring_view& ring, network& net, 
     throw error(errc::invalid_argument, call, "chunk_bytes and poll_batch must be positive");
   net_.on_message(kProxyRequestHandler, &on_request_message, this);
   net_.on_message(kProxyReplyHandler, &on_reply_message, this);
+  const network_lender lender{.lend = &lend, .give_back = &give_back, .ctx = this, .min_bytes = kProxyLendMinBytes};
+  net_.lend_payloads(kProxyRequestHandler, lender);
+  net_.lend_payloads(kProxyReplyHandler, lender);
+}
+
+std::byte* proxy_engine_core::lend(void* ctx, std::size_t bytes) {
+  return static_cast<proxy_engine_core*>(ctx)->memory_.lend(bytes);
+}
+
+void proxy_engine_core::give_back(void* ctx, std::byte* buffer) {
+  static_cast<proxy_engine_core*>(ctx)->memory_.give_back(buffer);
 }
 
 void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
@@ -112,6 +123,8 @@ void proxy_engine_core::detach() {
   auto drop = [](void*, const network_message&) {};
   net_.on_message(kProxyRequestHandler, drop, nullptr);
   net_.on_message(kProxyReplyHandler, drop, nullptr);
+  net_.lend_payloads(kProxyRequestHandler, {});
+  net_.lend_payloads(kProxyReplyHandler, {});
 }
 
 // ---- the ring ----
@@ -186,7 +199,10 @@ proxy_outgoing* proxy_engine_core::stage(int pe, std::uint8_t handler, const pro
   out->pe = pe;
   out->handler = handler;
   out->header = h;
-  if (payload_bytes != 0) out->payload.reset(new std::byte[payload_bytes]);
+  if (payload_bytes >= kProxyLendMinBytes && (out->payload = memory_.lend(payload_bytes)) != nullptr)
+    out->lender = &memory_;
+  else if (payload_bytes != 0)
+    out->payload = new std::byte[payload_bytes];
   out->payload_bytes = payload_bytes;
   staged_.push_back(std::move(out));
   return staged_.back().get();
@@ -222,7 +238,7 @@ bool proxy_engine_core::pump() {
       }
       const bool put = item.kind == proxy_wire_kind::put_data;
       proxy_outgoing* out = stage(pe, kProxyRequestHandler, h, put ? n : 0);
-      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload.get(), n);
+      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload, n);
       if (n != 0) count(n_chunks_);
       peer.window_bytes += n;
       if (peer.awaiting++ == 0) peer.last_heard = now_;
@@ -247,10 +263,13 @@ bool proxy_engine_core::settle() {
   const bool any = !staged_.empty() || !finished_.empty();
   // One flush for the whole batch: put data staged by read(), get data and atomics applied by peers'
   // requests and get data written for our own gets are all complete after it (local_memory's contract).
-  if (any) memory_.flush();
+  // Lent payloads that arrived were written out by then, so they go back.
+  if (any || !held_lent_.empty()) memory_.flush();
+  for (std::byte* buffer : held_lent_) memory_.give_back(buffer);
+  held_lent_.clear();
   for (std::unique_ptr<proxy_outgoing>& out : staged_) {
     if (peers_[out->pe].dead) continue;
-    const std::span<const std::byte> payload(out->payload.get(), out->payload_bytes);
+    const std::span<const std::byte> payload(out->payload, out->payload_bytes);
     proxy_outgoing* raw = out.release();
     count(n_sent_);
     // The network owns the message until on_sent, which deletes it.

@@ -32,9 +32,26 @@ struct proxy_outgoing {
   int pe = -1;
   std::uint8_t handler = kProxyRequestHandler;
   proxy_wire_header header{};
-  std::unique_ptr<std::byte[]> payload;  // header.bytes bytes for put_data and get_data, else none
+  std::byte* payload = nullptr;  // header.bytes bytes for put_data and get_data, else none
   std::size_t payload_bytes = 0;
+  local_memory* lender = nullptr;  // the memory that lent `payload`; null: it is ours (new[])
+
+  proxy_outgoing() = default;
+  proxy_outgoing(const proxy_outgoing&) = delete;
+  proxy_outgoing& operator=(const proxy_outgoing&) = delete;
+  // A lent payload goes back only while the engine lives: after detach() its memory may be going away.
+  ~proxy_outgoing() {
+    if (lender == nullptr)
+      delete[] payload;
+    else if (link->core != nullptr)
+      lender->give_back(payload);
+  }
 };
+
+// Payloads of at least this many bytes travel in buffers lent by the local memory (local_memory::lend),
+// both ways: a GPU heap's copy engines then fill and drain them directly, without staging copies. Smaller
+// ones (signals, atomics, small puts) are not worth a lent buffer.
+inline constexpr std::size_t kProxyLendMinBytes = std::size_t{32} << 10;
 
 // A request consumed from the ring and not yet complete, in requests_[sequence & (window - 1)]: the ring
 // never has more than `window` of them, so the index is unique.
@@ -82,6 +99,8 @@ class proxy_engine_core {
   static void on_request_message(void* ctx, const network_message& m);
   static void on_reply_message(void* ctx, const network_message& m);
   static void on_sent(void* ctx, network_status status, std::uint64_t value);
+  static std::byte* lend(void* ctx, std::size_t bytes);
+  static void give_back(void* ctx, std::byte* buffer);
 
  private:
   bool consume();                      // ring -> pending requests and send items
@@ -112,6 +131,7 @@ class proxy_engine_core {
   std::vector<int> ready_;                               // peers with queued send items
   std::vector<std::unique_ptr<proxy_outgoing>> staged_;  // sent in this order after the next flush
   std::vector<std::uint64_t> finished_;                  // completed in the ring after the next flush
+  std::vector<std::byte*> held_lent_;                    // payloads that arrived lent: given back after the next flush
   std::deque<std::uint64_t> quiets_;                     // quiet tickets, completed once all before them are
   std::uint64_t awaiting_ = 0;                           // sum of peers_[*].awaiting
   proxy_clock::time_point now_{};                        // read once per pass of the loop

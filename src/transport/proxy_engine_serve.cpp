@@ -54,15 +54,19 @@ bool proxy_engine_core::accept(const network_message& m, bool request, proxy_wir
   return true;
 }
 
+// A lent payload was written out by local_memory calls that complete at the next flush: it is held until
+// then (settle()), whatever became of the message.
 void proxy_engine_core::on_request_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
+  if (m.lent) core->held_lent_.push_back(m.lent);
   if (core->accept(m, true, h)) core->serve(m, h);
 }
 
 void proxy_engine_core::on_reply_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
+  if (m.lent) core->held_lent_.push_back(m.lent);
   if (core->accept(m, false, h)) core->reply(m, h);
 }
 
@@ -83,7 +87,7 @@ void proxy_engine_core::serve(const network_message& m, const proxy_wire_header&
       r.kind = proxy_wire_kind::get_data;
       r.bytes = h.bytes;
       proxy_outgoing* out = stage(m.from, kProxyReplyHandler, r, h.bytes);
-      memory_.read(local_ref::heap(h.offset), out->payload.get(), h.bytes);
+      memory_.read(local_ref::heap(h.offset), out->payload, h.bytes);
       return;
     }
     case proxy_wire_kind::signal:

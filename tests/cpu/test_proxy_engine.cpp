@@ -98,10 +98,15 @@ INSTANTIATE_TEST_SUITE_P(Pes, ProxyEngineMix,
 // ---- large transfers ----
 
 // Default 1 MiB chunks: puts and gets of several MiB at odd sizes and offsets, heap and address buffers,
-// between two PEs and to the PE itself. The chunk count is part of the check.
-TEST(ProxyEngine, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
+// between two PEs and to the PE itself. The chunk count is part of the check. With lent payload buffers
+// (fewer than a window's worth in both directions, so some payloads fall back to ordinary memory), every
+// buffer must also come back.
+class LargeTransfers : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   constexpr std::uint64_t kHeap = 24ull << 20;
-  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .seed = 5});
+  const std::size_t lend_slots = GetParam();
+  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .lend_slots = lend_slots, .seed = 5});
   job.start();
   std::mt19937_64 rng(99);
   struct transfer {
@@ -136,8 +141,20 @@ TEST(ProxyEngine, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
                                           (c.size - 1 + kProxyChunkBytes - 1) / kProxyChunkBytes;
     EXPECT_EQ(job[0].engine->counters().data_chunks - chunks_before, expected_chunks);
   }
+  // PE 1 answers this only after its engine ran the completions of every send before it, so the payloads
+  // it lent for its get replies are back too.
+  proxy_request signal{.op = proxy_op::signal, .signal_op = proxy_signal_op::add, .pe = 1, .value = 1,
+                       .signal_offset = 0};
+  ASSERT_EQ(proxy_host_call(job[0].ring, signal, kPatience).status, proxy_status::ok);
   job.stop_all();
+  for (int pe = 0; pe < 2; ++pe) {
+    EXPECT_EQ(job[pe].memory->lent_out(), 0u) << "PE " << pe;
+    if (lend_slots != 0) EXPECT_GT(job[pe].memory->lends(), 0u) << "PE " << pe;
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers, ::testing::Values(std::size_t{0}, std::size_t{6}),
+                         [](const auto& info) { return info.param == 0 ? "OwnMemory" : "LentBuffers"; });
 
 // ---- put_signal order ----
 

@@ -33,6 +33,7 @@ struct job_options {
   std::uint64_t first_sequence = 0;
   loopback_options network{};
   proxy_engine_options engine{};
+  std::size_t lend_slots = 0;  // payload buffers each PE's memory lends (of engine.chunk_bytes each)
   std::uint64_t seed = 1;
 };
 
@@ -67,7 +68,7 @@ inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64
   pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
   pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
   proxy_ring_initialize(pe->ring, o.first_sequence);
-  pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes);
+  pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes, o.lend_slots, o.engine.chunk_bytes);
   return pe;
 }
 

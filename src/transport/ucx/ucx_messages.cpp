@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 #include "base/log.hpp"
 #include "shoal/error.hpp"
@@ -26,9 +27,7 @@ constexpr std::size_t kKeptCapacity = std::size_t{1} << 20;
 void ucx_network::send(int pe, std::uint8_t handler, std::span<const std::byte> header,
                        std::span<const std::byte> payload, network_done done) {
   check_pe("network::send", pe);
-  if (handler >= kNetworkHandlers)
-    throw error(errc::invalid_argument, "network::send",
-                fmt::format("handler id {} (the limit is {})", handler, kNetworkHandlers - 1));
+  check_handler("network::send", handler);
   peer& p = peers_[static_cast<std::size_t>(pe)];
   if (p.failed) return finish_now(done, network_status::peer_failed);
 
@@ -88,13 +87,22 @@ void ucx_network::message_arrived(const void* header, std::size_t header_bytes, 
   const auto* h = static_cast<const std::byte*>(header);
   m->header.assign(h + sizeof w, h + header_bytes);
   m->data_header_bytes = (w.flags & kHeaderInData) ? w.header_bytes : 0;
+  const network_lender& lender = lenders_[w.handler];
+  if (lender.lend && bytes != 0 && bytes >= lender.min_bytes && m->data_header_bytes == 0) {
+    m->lent = lender.lend(lender.ctx, bytes);
+    m->lent_bytes = bytes;
+  }
+  std::byte* into = m->lent;
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-    m->data.resize(bytes);
+    if (!into) {
+      m->data.resize(bytes);
+      into = m->data.data();
+    }
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = rendezvous_cb;
     rp.user_data = m;
-    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_, data, m->data.data(), bytes, &rp);
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_, data, into, bytes, &rp);
     if (r == nullptr) {
       m->ready = true;
     } else if (UCS_PTR_IS_ERR(r)) {
@@ -102,7 +110,10 @@ void ucx_network::message_arrived(const void* header, std::size_t header_bytes, 
     }
   } else {
     const auto* d = static_cast<const std::byte*>(data);
-    m->data.assign(d, d + bytes);
+    if (into)
+      std::memcpy(into, d, bytes);
+    else
+      m->data.assign(d, d + bytes);
     m->ready = true;
   }
   hold(m);
@@ -147,7 +158,11 @@ void ucx_network::deliver(inbound* m) {
                 fmt::format("a message from PE {} for handler {}, which nobody installed", m->from, m->handler));
   network_message message{.from = m->from};
   const std::span<const std::byte> data(m->data);
-  if (m->data_header_bytes > 0) {
+  if (m->lent) {  // the handler owns the buffer from here on
+    message.header = m->header;
+    message.payload = {m->lent, m->lent_bytes};
+    message.lent = std::exchange(m->lent, nullptr);
+  } else if (m->data_header_bytes > 0) {
     message.header = data.first(m->data_header_bytes);
     message.payload = data.subspan(m->data_header_bytes);
   } else {
@@ -171,6 +186,11 @@ inbound* ucx_network::take_inbound() {
 }
 
 void ucx_network::release_inbound(inbound* m) noexcept {
+  if (m->lent) {  // never delivered: the buffer goes back to its lender
+    const network_lender& lender = lenders_[m->handler];
+    if (lender.give_back) lender.give_back(lender.ctx, m->lent);
+    m->lent = nullptr;
+  }
   m->header.clear();
   m->data.clear();
   if (m->data.capacity() > kKeptCapacity) m->data.shrink_to_fit();

@@ -229,11 +229,19 @@ void ucx_network::detect_capabilities() {
 
 // --- handlers, peers
 
-void ucx_network::on_message(std::uint8_t id, network_handler handler, void* ctx) {
+void ucx_network::check_handler(const char* call, unsigned id) const {
   if (id >= kNetworkHandlers)
-    throw error(errc::invalid_argument, "network::on_message",
-                fmt::format("handler id {} (the limit is {})", id, kNetworkHandlers - 1));
+    throw error(errc::invalid_argument, call, fmt::format("handler id {} (the limit is {})", id, kNetworkHandlers - 1));
+}
+
+void ucx_network::on_message(std::uint8_t id, network_handler handler, void* ctx) {
+  check_handler("network::on_message", id);
   handlers_[id] = {handler, ctx};
+}
+
+void ucx_network::lend_payloads(std::uint8_t id, network_lender lender) {
+  check_handler("network::lend_payloads", id);
+  lenders_[id] = lender;
 }
 
 void ucx_network::peer_failed(int pe, ucs_status_t status) {

@@ -89,6 +89,8 @@ struct inbound {
   std::vector<std::byte> header;
   std::vector<std::byte> data;  // payload, preceded by data_header_bytes of user header (kHeaderInData)
   std::size_t data_header_bytes = 0;
+  std::byte* lent = nullptr;  // the payload's buffer, from the handler's lender (then `data` is unused)
+  std::size_t lent_bytes = 0;
   ucx_network* net = nullptr;
 };
 
@@ -126,6 +128,7 @@ class ucx_network final : public network {
   const network_capabilities& capabilities() const noexcept override { return caps_; }
 
   void on_message(std::uint8_t id, network_handler handler, void* ctx) override;
+  void lend_payloads(std::uint8_t id, network_lender lender) override;
   network_region expose(void* base, std::size_t bytes, memory_kind kind) override;
   void withdraw(network_region region) override;
   void send(int pe, std::uint8_t handler, std::span<const std::byte> header, std::span<const std::byte> payload,
@@ -173,6 +176,7 @@ class ucx_network final : public network {
   void reap_failed_peers(double grace_s);
 
   void check_pe(const char* call, int pe) const;
+  void check_handler(const char* call, unsigned id) const;
   const region_state& check_region(const char* call, int pe, network_region region, std::uint64_t offset,
                                    std::size_t bytes) const;
   ucp_request_param_t request_param(op* o) const;
@@ -201,6 +205,7 @@ class ucx_network final : public network {
   std::vector<peer> peers_;
   std::vector<region_state> regions_;
   handler_slot handlers_[kNetworkHandlers];
+  network_lender lenders_[kNetworkHandlers];
 
   std::vector<std::unique_ptr<op>> ops_;
   op* free_ops_ = nullptr;
