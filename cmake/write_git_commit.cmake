@@ -1,13 +1,16 @@
 # Writes OUTPUT: `#define SHOAL_GIT_COMMIT "<commit>"` for the repository at SOURCE_DIR, with "-dirty"
 # when tracked files differ from that commit, or "" outside a git checkout. Run at every build (not at
 # configure time), so figures recorded by shoal-perf name the commit that was built; the file is
-# rewritten only when its text changes, so an unchanged commit rebuilds nothing.
+# rewritten only when its text changes, so an unchanged commit rebuilds nothing. SHOAL_GIT_COMMIT in the
+# environment overrides it, for a copy of a tree whose .git is not the one the tree was committed in.
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${SOURCE_DIR}
   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   set(commit "")
 endif()
-if(commit)
+if(DEFINED ENV{SHOAL_GIT_COMMIT})
+  set(commit "$ENV{SHOAL_GIT_COMMIT}")
+elseif(commit)
   execute_process(COMMAND git diff --quiet HEAD -- WORKING_DIRECTORY ${SOURCE_DIR} RESULT_VARIABLE differs ERROR_QUIET)
   if(differs EQUAL 1)
     string(APPEND commit "-dirty")

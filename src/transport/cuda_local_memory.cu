@@ -2,6 +2,7 @@
 #include <cuda/atomic>
 
 #include <cstring>
+#include <deque>
 #include <string>
 #include <thread>
 #include <utility>
@@ -94,6 +95,8 @@ class cuda_local_memory final : public local_memory {
   }
   ~cuda_local_memory() override {
     SHOAL_CUDA_LOG(cudaStreamSynchronize(stream_));
+    for (const batch& b : batches_) events_.push_back(b.done);
+    for (cudaEvent_t e : events_) SHOAL_CUDA_LOG(cudaEventDestroy(e));
     SHOAL_CUDA_LOG(cudaStreamDestroy(stream_));
     SHOAL_CUDA_LOG(cudaFreeHost(old_values_));
     SHOAL_CUDA_LOG(cudaFreeHost(staging_));
@@ -168,11 +171,42 @@ class cuda_local_memory final : public local_memory {
   void flush() override {
     bind();
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (std::size_t i = 0; i < pending_.size(); ++i) *pending_[i] = old_values_[i];
-    pending_.clear();
-    for (const staged_read& r : reads_) std::memcpy(r.to, r.stage, r.bytes);
-    reads_.clear();
-    staged_ = 0;
+    retire(pending_.size(), reads_.size());
+    for (const batch& b : batches_) events_.push_back(b.done);
+    batches_.clear();
+    completed_ = issued_;
+    recycle();
+  }
+
+  // One event per flush: a batch's copies run while the proxy thread serves the next batches.
+  std::uint64_t flush_begin() override {
+    bind();
+    cudaEvent_t done = nullptr;
+    if (events_.empty()) {
+      SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      done = events_.back();
+      events_.pop_back();
+    }
+    SHOAL_CUDA_CHECK(cudaEventRecord(done, stream_));
+    batches_.push_back({done, pending_.size(), reads_.size()});
+    return ++issued_;
+  }
+
+  bool flushed(std::uint64_t ticket) override {
+    bind();
+    while (completed_ < ticket && !batches_.empty()) {
+      const cudaError_t status = cudaEventQuery(batches_.front().done);
+      if (status == cudaErrorNotReady) return false;
+      SHOAL_CUDA_CHECK(status);
+      const batch b = batches_.front();
+      batches_.pop_front();
+      retire(b.atomics_end, b.reads_end);
+      events_.push_back(b.done);
+      ++completed_;
+    }
+    if (batches_.empty()) recycle();
+    return completed_ >= ticket;
   }
 
  private:
@@ -184,6 +218,31 @@ class cuda_local_memory final : public local_memory {
     const std::byte* stage;
     std::size_t bytes;
   };
+  // A flush begun: its event, and how many atomics and staged reads were issued before it.
+  struct batch {
+    cudaEvent_t done;
+    std::size_t atomics_end;
+    std::size_t reads_end;
+  };
+
+  // The copies before (atomics_end, reads_end) have landed: store old values and staged reads.
+  void retire(std::size_t atomics_end, std::size_t reads_end) {
+    for (; atomics_done_ < atomics_end; ++atomics_done_) *pending_[atomics_done_] = old_values_[atomics_done_];
+    for (; reads_done_ < reads_end; ++reads_done_) {
+      const staged_read& r = reads_[reads_done_];
+      std::memcpy(r.to, r.stage, r.bytes);
+    }
+  }
+
+  // No flush outstanding: the old-value slots and staging are free again, once nothing issued since
+  // the last flush still needs them.
+  void recycle() {
+    if (atomics_done_ != pending_.size() || reads_done_ != reads_.size()) return;
+    pending_.clear();
+    reads_.clear();
+    atomics_done_ = reads_done_ = 0;
+    staged_ = 0;
+  }
 
   // `bytes` of staging, 64-byte aligned; flushes first when the rest is too small, null when it never fits.
   std::byte* reserve(std::size_t bytes) {
@@ -216,6 +275,10 @@ class cuda_local_memory final : public local_memory {
   std::byte* staging_ = nullptr;         // pinned
   std::size_t staged_ = 0;               // bytes of staging in use until flush()
   std::vector<staged_read> reads_;
+  std::size_t atomics_done_ = 0, reads_done_ = 0;  // prefixes of pending_ and reads_ already stored
+  std::deque<batch> batches_;                        // flushes begun and not yet seen complete, oldest first
+  std::vector<cudaEvent_t> events_;                  // free events
+  std::uint64_t issued_ = 0, completed_ = 0;         // flush tickets
   std::byte* lend_storage_ = nullptr;  // pinned: the payload buffers
   payload_pool lendable_;
 };

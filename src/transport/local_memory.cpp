@@ -69,15 +69,14 @@ std::uint64_t host_atomic_apply(void* word, const local_atomic& op) {
   return apply(static_cast<std::uint64_t*>(word), op.op, op.value, op.compare);
 }
 
-host_local_memory::host_local_memory(void* base, std::uint64_t bytes, std::size_t lend_slots,
-                                     std::size_t slot_bytes)
-    : base_(static_cast<std::byte*>(base)), bytes_(bytes) {
+host_local_memory::host_local_memory(void* base, std::uint64_t bytes, const host_memory_knobs& knobs)
+    : base_(static_cast<std::byte*>(base)), bytes_(bytes), deferred_flushes_(knobs.deferred_flushes) {
   if (base == nullptr && bytes != 0) throw error(errc::invalid_argument, "host_local_memory", "null heap base");
   if (reinterpret_cast<std::uintptr_t>(base) % 8 != 0)
     throw error(errc::invalid_argument, "host_local_memory", "heap base not 8-byte aligned");
-  if (lend_slots != 0 && slot_bytes != 0) {
-    lend_storage_ = std::make_unique<std::byte[]>(lend_slots * slot_bytes);
-    lendable_ = payload_pool(lend_storage_.get(), slot_bytes, lend_slots);
+  if (knobs.slots != 0 && knobs.slot_bytes != 0) {
+    lend_storage_ = std::make_unique<std::byte[]>(knobs.slots * knobs.slot_bytes);
+    lendable_ = payload_pool(lend_storage_.get(), knobs.slot_bytes, knobs.slots);
   }
 }
 

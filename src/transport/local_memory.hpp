@@ -39,11 +39,13 @@ struct local_atomic {
 // - Operations take effect in the order they are issued (a GPU implementation issues them all to one
 //   stream). That order is what makes a put_signal's signal land after its data and what makes a fence
 //   free: the engine issues each peer's requests in arrival order.
-// - They may be deferred until flush(): read() fills `to`, atomic() stores `*old`, and write()/signal()
-//   become visible to every reader of this PE's memory (its GPU kernels and host threads) only once
-//   flush() has returned. The engine issues a batch (everything one network progress call delivered),
-//   then flushes once, then replies; so a GPU implementation pays one stream synchronization per batch,
-//   not one per request.
+// - They may be deferred until a flush: read() fills `to`, atomic() stores `*old`, and write()/signal()
+//   become visible to every reader of this PE's memory (its GPU kernels and host threads) only once a
+//   flush that began after them has completed. The engine issues a batch (everything one pass of its loop
+//   produced), begins one flush (flush_begin()), and goes on with the next batch; it sends the batch's
+//   replies and messages once flushed() says that flush completed. So a GPU implementation pays one event
+//   per batch, and its copies overlap the network work of the batches after it. "Until flush()" below
+//   means until such a flush completes.
 // - write()'s `from` and signal()'s arguments may be reused as soon as the call returns (copy or stage
 //   them), except a `from` in a lent buffer (lend()), which stays unchanged until flush(); read()'s `to`
 //   and atomic()'s `old` stay valid and untouched by the caller until flush().
@@ -66,6 +68,15 @@ class local_memory {
   virtual void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) = 0;
   // Completes every operation issued before it (see the contract above).
   virtual void flush() = 0;
+  // The same without waiting: flush_begin() covers every operation issued so far and returns its ticket;
+  // flushed(ticket) says whether that flush (and every earlier one) has completed, and when it has, does
+  // what completion involves (stores read() data and atomic() old values). Tickets complete in order; a
+  // flush() completes every ticket issued before it. The defaults flush at once.
+  virtual std::uint64_t flush_begin() {
+    flush();
+    return 0;
+  }
+  virtual bool flushed(std::uint64_t /*ticket*/) { return true; }
 
   // Payload buffers: `bytes` of memory that read() fills and write() drains without a staging copy (pinned
   // host memory, for a GPU heap), or null when this memory lends none of that size or all are out. The
@@ -78,18 +89,31 @@ class local_memory {
 // A heap in host memory the caller owns ([base, base + bytes), 8-byte aligned), e.g. the heap of a CPU-only
 // job, a test, or a staging heap. Every operation is done at once; flush() has nothing to do. Atomics and
 // signals use std::atomic_ref, so host threads of this PE may use atomic_ref on the same words concurrently.
-// With `lend_slots` it also lends that many payload buffers of `slot_bytes` (copies to and from them are
-// plain copies as well): how the CPU tests drive the engine's lent-buffer paths.
+// Test knobs: with `lend.slots` it lends that many payload buffers of `lend.slot_bytes` (copies to and from
+// them are plain copies as well); with `lend.deferred_flushes` a flush begun completes only at every third
+// flushed() call, as a GPU stream's would complete later. How the CPU tests drive the engine's lent-buffer
+// and flush-batch paths.
+struct host_memory_knobs {
+  std::size_t slots = 0;
+  std::size_t slot_bytes = 0;
+  bool deferred_flushes = false;
+};
+
 class host_local_memory final : public local_memory {
  public:
-  host_local_memory(void* base, std::uint64_t bytes, std::size_t lend_slots = 0, std::size_t slot_bytes = 0);
+  host_local_memory(void* base, std::uint64_t bytes, const host_memory_knobs& knobs = {});
 
   std::uint64_t heap_bytes() const noexcept override { return bytes_; }
   void read(local_ref from, void* to, std::size_t bytes) override;
   void write(local_ref to, const void* from, std::size_t bytes) override;
   void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) override;
   void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) override;
-  void flush() override {}
+  void flush() override { completed_ = issued_; }
+  std::uint64_t flush_begin() override { return ++issued_; }
+  bool flushed(std::uint64_t ticket) override {
+    if (!deferred_flushes_ || ++polls_ % 3 == 0) completed_ = issued_;
+    return completed_ >= ticket;
+  }
   std::byte* lend(std::size_t bytes) override {
     std::byte* buffer = lendable_.take(bytes);
     lends_ += buffer != nullptr;
@@ -110,6 +134,8 @@ class host_local_memory final : public local_memory {
   std::unique_ptr<std::byte[]> lend_storage_;
   payload_pool lendable_;
   std::size_t lends_ = 0;
+  bool deferred_flushes_ = false;
+  std::uint64_t issued_ = 0, completed_ = 0, polls_ = 0;  // flush tickets
 };
 
 // The atomic itself, on a host word; also what a CUDA implementation's reference check can call.

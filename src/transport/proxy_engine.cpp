@@ -259,15 +259,38 @@ bool proxy_engine_core::pump() {
 
 void proxy_engine_core::finish(std::uint64_t sequence) { finished_.push_back(sequence); }
 
+// The batch's flush begins now and the loop goes on: copies of this batch overlap the network work of the
+// next passes. Batches are released in order, so messages to a peer still leave in ticket order.
 bool proxy_engine_core::settle() {
-  const bool any = !staged_.empty() || !finished_.empty();
-  // One flush for the whole batch: put data staged by read(), get data and atomics applied by peers'
-  // requests and get data written for our own gets are all complete after it (local_memory's contract).
-  // Lent payloads that arrived were written out by then, so they go back.
-  if (any || !held_lent_.empty()) memory_.flush();
-  for (std::byte* buffer : held_lent_) memory_.give_back(buffer);
-  held_lent_.clear();
-  for (std::unique_ptr<proxy_outgoing>& out : staged_) {
+  const bool any = !staged_.empty() || !finished_.empty() || !held_lent_.empty();
+  if (any) {
+    proxy_batch& b = flushing_.emplace_back();
+    b.ticket = memory_.flush_begin();
+    b.staged.swap(staged_);
+    b.finished.swap(finished_);
+    b.lent.swap(held_lent_);
+  }
+  while (!flushing_.empty() && memory_.flushed(flushing_.front().ticket)) {
+    release(flushing_.front());
+    flushing_.pop_front();
+  }
+  bool quiets = false;
+  while (!quiets_.empty() && consumer_.completed() == quiets_.front()) {
+    const proxy_status s = consumer_.complete(quiets_.front());
+    if (s != proxy_status::ok)
+      fail(errc::internal, -1, quiets_.front(), fmt::format("ring completion: {}", to_string(s)));
+    quiets_.pop_front();
+    quiets = true;
+  }
+  return any || quiets || !flushing_.empty();
+}
+
+// After the batch's flush: put data read for our messages, peers' puts, gets and atomics applied here and
+// get data written for our own gets are all complete (local_memory's contract), so lent payloads that
+// arrived go back, replies and requests go out, and finished requests complete.
+void proxy_engine_core::release(proxy_batch& batch) {
+  for (std::byte* buffer : batch.lent) memory_.give_back(buffer);
+  for (std::unique_ptr<proxy_outgoing>& out : batch.staged) {
     if (peers_[out->pe].dead) continue;
     const std::span<const std::byte> payload(out->payload, out->payload_bytes);
     proxy_outgoing* raw = out.release();
@@ -275,8 +298,7 @@ bool proxy_engine_core::settle() {
     // The network owns the message until on_sent, which deletes it.
     net_.send(raw->pe, raw->handler, proxy_wire_bytes(raw->header), payload, network_done{&on_sent, raw});
   }
-  staged_.clear();
-  for (const std::uint64_t seq : finished_) {
+  for (const std::uint64_t seq : batch.finished) {
     proxy_pending& p = requests_[seq & (requests_.size() - 1)];
     proxy_status s;
     if (p.active && p.request.sequence == seq && p.request.op == proxy_op::atomic &&
@@ -288,16 +310,6 @@ bool proxy_engine_core::settle() {
     if (p.active && p.request.sequence == seq) p.active = false;
     if (s != proxy_status::ok) fail(errc::internal, -1, seq, fmt::format("ring completion: {}", to_string(s)));
   }
-  finished_.clear();
-  bool quiets = false;
-  while (!quiets_.empty() && consumer_.completed() == quiets_.front()) {
-    const proxy_status s = consumer_.complete(quiets_.front());
-    if (s != proxy_status::ok)
-      fail(errc::internal, -1, quiets_.front(), fmt::format("ring completion: {}", to_string(s)));
-    quiets_.pop_front();
-    quiets = true;
-  }
-  return any || quiets;
 }
 
 // A peer that replies is alive; one that has owed us replies for a while gets a ping, so that if it died

@@ -72,6 +72,15 @@ struct proxy_send_item {
   std::uint64_t end = 0;
 };
 
+// One pass of the loop's work that waits for its local flush (local_memory::flush_begin): once flushed,
+// its lent payloads go back, its messages are sent and its requests complete, in that order.
+struct proxy_batch {
+  std::uint64_t ticket = 0;
+  std::vector<std::unique_ptr<proxy_outgoing>> staged;
+  std::vector<std::uint64_t> finished;
+  std::vector<std::byte*> lent;
+};
+
 struct proxy_peer {
   std::deque<proxy_send_item> queue;  // in ticket order: the order the target applies them in
   std::uint64_t window_bytes = 0;     // data in flight (see kProxyPeerWindowBytes)
@@ -106,7 +115,8 @@ class proxy_engine_core {
   bool consume();                      // ring -> pending requests and send items
   void dispatch(const proxy_request& r);
   bool pump();                         // send items -> staged outgoing messages, as windows allow
-  bool settle();                       // flush local memory, send what is staged, complete what is done
+  bool settle();                       // flush this pass's batch; release the batches whose flush completed
+  void release(proxy_batch& batch);    // send, give back and complete what waited for the batch's flush
   void probe();
   void serve(const network_message& m, const proxy_wire_header& h);  // a peer's request
   void reply(const network_message& m, const proxy_wire_header& h);  // a reply to one of ours
@@ -132,6 +142,7 @@ class proxy_engine_core {
   std::vector<std::unique_ptr<proxy_outgoing>> staged_;  // sent in this order after the next flush
   std::vector<std::uint64_t> finished_;                  // completed in the ring after the next flush
   std::vector<std::byte*> held_lent_;                    // payloads that arrived lent: given back after the next flush
+  std::deque<proxy_batch> flushing_;                     // batches whose flush has begun, oldest first
   std::deque<std::uint64_t> quiets_;                     // quiet tickets, completed once all before them are
   std::uint64_t awaiting_ = 0;                           // sum of peers_[*].awaiting
   proxy_clock::time_point now_{};                        // read once per pass of the loop

@@ -100,13 +100,18 @@ INSTANTIATE_TEST_SUITE_P(Pes, ProxyEngineMix,
 // Default 1 MiB chunks: puts and gets of several MiB at odd sizes and offsets, heap and address buffers,
 // between two PEs and to the PE itself. The chunk count is part of the check. With lent payload buffers
 // (fewer than a window's worth in both directions, so some payloads fall back to ordinary memory), every
-// buffer must also come back.
-class LargeTransfers : public ::testing::TestWithParam<std::size_t> {};
+// buffer must also come back; with deferred flushes, several batches wait for theirs at once.
+struct large_transfer_case {
+  std::size_t lend_slots;
+  bool deferred_flushes;
+};
+class LargeTransfers : public ::testing::TestWithParam<large_transfer_case> {};
 
 TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   constexpr std::uint64_t kHeap = 24ull << 20;
-  const std::size_t lend_slots = GetParam();
-  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .lend_slots = lend_slots, .seed = 5});
+  const std::size_t lend_slots = GetParam().lend_slots;
+  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .lend_slots = lend_slots,
+                  .deferred_flushes = GetParam().deferred_flushes, .seed = 5});
   job.start();
   std::mt19937_64 rng(99);
   struct transfer {
@@ -153,8 +158,13 @@ TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers, ::testing::Values(std::size_t{0}, std::size_t{6}),
-                         [](const auto& info) { return info.param == 0 ? "OwnMemory" : "LentBuffers"; });
+INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers,
+                         ::testing::Values(large_transfer_case{0, false}, large_transfer_case{6, false},
+                                           large_transfer_case{6, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.lend_slots == 0 ? "OwnMemory" : "LentBuffers") +
+                                  (info.param.deferred_flushes ? "DeferredFlushes" : "");
+                         });
 
 // ---- put_signal order ----
 
@@ -167,8 +177,10 @@ TEST(ProxyEngine, PutSignalNeverShowsTheSignalBeforeTheData) {
     constexpr std::uint64_t kSignal = 0;
     constexpr std::uint64_t kData = 64;
     constexpr std::uint64_t kMax = 200000;
+    // Reordered completions come with late flushes: several batches wait for theirs at once.
     engine_job job({.n_pes = 2, .heap_bytes = 2 * (kData + kMax), .network = {.reorder_completions = reorder},
-                    .engine = {.chunk_bytes = 1024, .peer_window_bytes = 8192}, .seed = 3});
+                    .engine = {.chunk_bytes = 1024, .peer_window_bytes = 8192}, .deferred_flushes = reorder,
+                    .seed = 3});
     std::memset(job[1].base() + kSignal, 0, 8);
     job.start();
     constexpr int kRounds = 40;

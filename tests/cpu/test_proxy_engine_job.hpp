@@ -33,7 +33,8 @@ struct job_options {
   std::uint64_t first_sequence = 0;
   loopback_options network{};
   proxy_engine_options engine{};
-  std::size_t lend_slots = 0;  // payload buffers each PE's memory lends (of engine.chunk_bytes each)
+  std::size_t lend_slots = 0;     // payload buffers each PE's memory lends (of engine.chunk_bytes each)
+  bool deferred_flushes = false;  // each PE's memory completes flushes late (host_memory_knobs)
   std::uint64_t seed = 1;
 };
 
@@ -68,7 +69,9 @@ inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64
   pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
   pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
   proxy_ring_initialize(pe->ring, o.first_sequence);
-  pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes, o.lend_slots, o.engine.chunk_bytes);
+  pe->memory = std::make_unique<host_local_memory>(
+      pe->base(), o.heap_bytes,
+      host_memory_knobs{.slots = o.lend_slots, .slot_bytes = o.engine.chunk_bytes, .deferred_flushes = o.deferred_flushes});
   return pe;
 }
 
