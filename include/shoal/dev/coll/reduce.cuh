@@ -37,6 +37,13 @@ struct reduce_plan {
   std::size_t block_stride;    // elements between the blocks sent to different members (0: all get src)
 };
 
+// Whether the result (dst, one block) overlaps what this member sends (its src blocks, for n members).
+template <typename T>
+__device__ inline bool writes_over_source(const reduce_plan<T>& p, int n) {
+  const T* src_end = p.src + std::size_t(n - 1) * p.block_stride + p.count;
+  return p.dst < src_end && p.src < p.dst + p.count;
+}
+
 // LL: every 8-byte word of the block goes to each member as a line; each member reduces what arrives.
 template <reduce_op Op, typename T, typename Unit>
 __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
@@ -74,6 +81,7 @@ template <reduce_op Op, typename T, typename Unit>
 __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
   const std::size_t capacity = t.ll_bytes / sizeof(T);
   const int n = t.size(), me = t.index;
+  const bool in_place = writes_over_source(p, n);
   for (std::size_t off = r.begin; off < r.end; off += capacity) {
     const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
     const step s = next_step(unit, t, ch, true);
@@ -86,9 +94,10 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
         send_to_member(t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
                        len * sizeof(T), Unit::rank(), Unit::size());
     meet_members(unit, t, ch, 2 * epoch, true);
-    // Through the proxy a peer's data can arrive before the proxy has read ours: wait until it has, since
-    // the reduction below may overwrite the source (in place).
-    if (t.spans_nodes != 0) {
+    // Through the proxy a peer's data can arrive before the proxy has read ours: when the reduction below
+    // writes over what our puts read (in place), wait until they have. Otherwise the steps of every
+    // channel stay in flight together, and finish_proxied waits once at the end of the call.
+    if (t.spans_nodes != 0 && in_place) {
       if (Unit::leader()) proxy_quiet(t.world);
       Unit::sync();
     }
