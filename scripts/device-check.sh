@@ -57,6 +57,23 @@ fi
 done
 cat "$OUT"/probe_*.txt > "$OUT/probes.log" && rm -f "$OUT"/probe_*.txt
 
+# A PE that vanishes while the other puts to it across (emulated) nodes: the survivor must get an error
+# naming it, within the wait timeout, and the launcher must exit non-zero. Needs UCX (CARRIED_UCX or the
+# system's); skipped when the build has no network.
+if [ "$gpus" -ge 2 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 1 ]; then
+  start=$SECONDS
+  SHOAL_EMULATE_NODES=2 CUDA_MODULE_LOADING=EAGER SHOAL_WAIT_TIMEOUT=20 "$BUILD/bin/shoalrun" -n 2 --timeout 90 -- \
+    "$BUILD/bin/shoal_gpu_debug_probe" peer-dies > "$OUT/fault_peer_dies.log" 2>&1
+  rc=$?
+  if grep -q "SKIP\|no proxy transport" "$OUT/fault_peer_dies.log"; then
+    record "fault: peer dies" skip $((SECONDS - start)) "no network in this build"
+  elif [ $rc -ne 0 ] && grep -Eq "told after .*PE 1 failed" "$OUT/fault_peer_dies.log"; then
+    record "fault: peer dies" pass $((SECONDS - start)) "rc=$rc, $(grep -o 'told after [0-9.]* s' "$OUT/fault_peer_dies.log")"
+  else
+    record "fault: peer dies" FAIL $((SECONDS - start)) "rc=$rc, no 'told after ... PE 1 failed'"
+  fi
+fi
+
 if [ -x "$BUILD/bin/shoal-perf" ] && [ "${SKIP_PERF:-0}" != 1 ]; then
   tag=${PERF_TAG:-perf}
   run_step "shoal-perf ${PERF_SUITE:-quick}" "$tag.log" -- "$BUILD/bin/shoalrun" -n 2 --timeout "${PERF_TIMEOUT:-500}" -- \

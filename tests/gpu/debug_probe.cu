@@ -1,8 +1,14 @@
 // Built with SHOAL_DEBUG: runs one deliberate misuse of the device API and lets it trap, so a ctest can
-// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout.
-// Exits 77 (skip) without a GPU.
+// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout;
+// and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
+// putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
+// Exits 77 (skip) without a GPU, or for peer-dies when PE 1 is reachable by load/store.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "shoal/device.cuh"
 #include "shoal/shoal.hpp"
@@ -17,6 +23,42 @@ __global__ void wait_timeout_kernel(shoal::device_handle h, unsigned long long* 
   shoal::wait_until(h, word, shoal::cmp::eq, 42ull);  // nobody ever writes 42
 }
 
+// PE 1 leaves without finalizing (exit status 0, so the launcher does not stop PE 0 first) while PE 0
+// puts 1 MiB blocks to it in a loop; PE 0 reports what the library told it and exits 1, or exits 0 if it
+// was never told (the check then fails: the pattern is not found).
+int peer_dies(shoal::world& w) {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  if (w.n_pes() != 2) {
+    std::printf("SKIP: peer-dies needs 2 PEs\n");
+    return 77;
+  }
+  auto* sym = static_cast<std::byte*>(w.malloc(kBlock));
+  if (w.ptr(sym, 1 - w.pe()) != nullptr) {
+    std::printf("SKIP: the other PE is reachable by load/store; run with SHOAL_EMULATE_NODES=2\n");
+    return 77;
+  }
+  std::vector<std::byte> block(kBlock, std::byte{7});
+  shoal::barrier_all(w);
+  if (w.pe() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::printf("PE 1 leaves now\n");
+    std::fflush(stdout);
+    std::_Exit(0);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < 100000; ++i) shoal::put(w, sym, block.data(), kBlock, 1);
+  } catch (const shoal::error& e) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("PE 0 told after %.1f s: %s\n", s, e.what());
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  std::printf("PE 0 was never told that PE 1 left\n");
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -27,6 +69,7 @@ int main(int argc, char** argv) {
   }
   const char* mode = argc > 1 ? argv[1] : "";
   shoal::world w = shoal::init();
+  if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
   auto* sym = static_cast<int*>(w.calloc(16, sizeof(int)));
   int* plain = nullptr;
   if (cudaMalloc(&plain, 64) != cudaSuccess) return 2;
@@ -37,7 +80,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "wait-timeout") == 0)
     wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym));
   else {
-    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout\n", argv[0]);
+    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies\n", argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();
