@@ -104,6 +104,10 @@ void ucx_network::start(bootstrap& /*boot*/) {
   // overriding the user's.
   ::setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
   ::setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+  // Keepalive is all that notices a dead peer over shared memory, and UCX's 20 s default outlasts the
+  // wait timeouts users set: a PE whose peer died would time out instead of hearing which peer it was.
+  // Every 2 s costs a few small messages per peer.
+  ::setenv("UCX_KEEPALIVE_INTERVAL", "2s", 0);
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
     fail("ucp_config_read", s, "reading UCX_* settings");
