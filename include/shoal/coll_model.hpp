@@ -22,7 +22,8 @@ enum class algorithm {
   two_shot,      // all-reduce between two meetings: reduce 1/n from the peers' sources, write it everywhere
   direct,        // straight into the users' buffers between an entry and an exit meeting
   ring,          // chunks travel neighbour to neighbour: not implemented; modelled across nodes (predict_net)
-  hierarchical,  // within nodes, then between same-local-rank PEs: not implemented; modelled across nodes
+  hierarchical,  // within nodes, then between same-local-rank PEs: the on-stream all-reduce of the world team
+                 // across nodes composes it (not a kernel algorithm); modelled across nodes
 };
 inline constexpr int kAlgorithmCount = 6;
 
@@ -196,10 +197,10 @@ constexpr bool supports(collective op, algorithm algo) { return coll_cost_terms(
 
 // ---------------------------------------------------------------------------------------------------------
 // Across nodes: the scale model. It predicts collectives on teams that span nodes, with the network
-// constants of coll_model_table, for docs/scale-model.md and `shoal-info --scale-model`. shoal cannot run
-// any of it yet (no proxy backend), so the runtime never asks it: model_choice, supports() and the team
-// thresholds above stay the within-node model. `modelled` says what the scale model can predict;
-// `supports` (what shoal implements) is unchanged.
+// constants of coll_model_table, for docs/scale-model.md and `shoal-info --scale-model`. model_choice,
+// supports() and the team thresholds above stay the within-node model; the one runtime use of the network
+// terms is the choice between the flat and the hierarchical on-stream all-reduce (src/coll/hierarchical.hpp).
+// `modelled` says what the scale model can predict; `supports` (what kernels implement) is unchanged.
 
 // A team of gpus_per_node PEs on each of `nodes` nodes, one PE per GPU and one NIC per GPU.
 struct node_shape {
@@ -236,7 +237,8 @@ inline constexpr int kMaxPipelineChunks = 1024;
 // Whether the scale model predicts `algo` for `op` on a team of this shape. On one node: what shoal
 // implements. Across nodes: the flat forms of the implemented algorithms except ll (the network moves whole
 // messages, so flags inside the data save nothing there), ring for all-reduce (rail-aligned, as NCCL's
-// ring), hierarchical for all-reduce and alltoall. None of the across-node ones is implemented.
+// ring), hierarchical for all-reduce and alltoall. Of these shoal runs the flat ones and (as three on-stream
+// calls, not pipelined) the hierarchical all-reduce; ring and hierarchical alltoall are not implemented.
 constexpr bool modelled(collective op, algorithm algo, node_shape shape) {
   if (shape.nodes <= 1) return supports(op, algo);
   switch (algo) {

@@ -45,7 +45,8 @@ void broadcast_on_stream(const team& t, T* dst, const T* src, std::size_t count,
                          channel_range channels = {}) {
   broadcast_bytes_on_stream(t, dst, src, count * sizeof(T), root, stream, channels);
 }
-// Member i's src[0, count) lands in every member's dst[i * count, (i + 1) * count).
+// Member i's src[0, count) lands in every member's dst[i * count, (i + 1) * count). In place: src may be
+// dst + my_index() * count (each member's block already in its slot); no other overlap.
 template <typename T>
 void fcollect_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
                         channel_range channels = {}) {
@@ -60,6 +61,10 @@ void alltoall_on_stream(const team& t, T* dst, const T* src, std::size_t count, 
 
 // All-reduce: every member's dst[k] = op over members of src[k], k < count. dst may equal src.
 // Defined for T in is_reduce_type_v (instantiated in the library); half and bfloat16 accumulate in float.
+// On the world team across nodes (m >= 2 PEs on each), out of place and on all channels, it may run
+// hierarchically: reduce-scatter in the node, all-reduce among same-local-rank PEs, all-gather in the node
+// (three kernels on `stream`). The model decides; SHOAL_ALGO_REDUCE=hierarchical forces it where it
+// applies, any other forced algorithm runs flat.
 template <typename T>
 void reduce_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
                       channel_range channels = {});

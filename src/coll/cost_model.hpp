@@ -138,20 +138,30 @@ inline std::string algo_variable(collective op) {
 
 using algo_getenv_fn = std::function<const char*(const char*)>;
 
+// SHOAL_ALGO_REDUCE=hierarchical: the world team's on-stream all-reduce across nodes composes three
+// collectives (coll/hierarchical.hpp) instead of running one kernel. The kernels it launches, and every
+// call it does not apply to, choose by the model.
+inline bool names_host_composition(collective op, std::string_view value) {
+  return op == collective::reduce && value == to_string(algorithm::hierarchical);
+}
+
 // The algorithm to run: SHOAL_ALGO_<COLLECTIVE> when set (read through `getenv_fn`), else the model's
-// choice. Unset, empty or "auto" means the model. Throws shoal::error(errc::config) naming the variable
+// choice. Unset, empty or "auto" means the model, and so does a host composition (names_host_composition:
+// the kernels it launches choose by the model). Throws shoal::error(errc::config) naming the variable
 // when the value is not an algorithm, or names one that does not implement this collective.
 inline algorithm choose_algorithm(const coll_model_table& table, collective op, int n_pes, std::uint64_t bytes,
                                   const algo_getenv_fn& getenv_fn) {
   const std::string variable = algo_variable(op);
   const char* forced = getenv_fn ? getenv_fn(variable.c_str()) : nullptr;
   const std::string_view value = forced ? trim(forced) : std::string_view{};
-  if (value.empty() || value == "auto") return model_choice(table, op, n_pes, bytes);
+  if (value.empty() || value == "auto" || names_host_composition(op, value))
+    return model_choice(table, op, n_pes, bytes);
   const std::optional<algorithm> algo = algorithm_from_string(value);
   if (!algo || !supports(op, *algo)) {
     std::string accepted = "auto";
     for (int i = 0; i < kAlgorithmCount; ++i)
       if (supports(op, static_cast<algorithm>(i))) accepted += fmt::format(",{}", to_string(static_cast<algorithm>(i)));
+    if (op == collective::reduce) accepted += fmt::format(",{}", to_string(algorithm::hierarchical));
     throw error(errc::config, variable,
                 fmt::format("'{}' is not valid: expected one of {} ({} algorithms)", value, accepted, to_string(op)));
   }

@@ -133,7 +133,10 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   const team_handle h = detail::stream_view(t, channels, call);
   detail::check_buffer(t, dst, bytes * t.size(), call, "dst");
   detail::check_buffer(t, src, bytes, call, "src");
-  detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
+  // In place: this member's block already sits where it goes (every algorithm then copies it onto itself,
+  // or skips it). Any other overlap is an error.
+  const bool in_place = src == static_cast<const std::byte*>(dst) + std::size_t(t.my_index()) * bytes;
+  if (!in_place) detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::fcollect, bytes, algorithm::direct);
   if (uses_copy_engines(t, algo, bytes)) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "coll/hierarchical.hpp"
 #include "coll/stream_common.hpp"
 #include "shoal/dev/coll.cuh"
 
@@ -55,6 +56,27 @@ void launch_reduce(const team& t, const team_handle& h, coll_launch launch, T* d
 
 template <bool kScatter, typename T>
 void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
+                           channel_range channels);
+
+// coll/hierarchical.hpp: member r of its node (m PEs) reduces the node's share r of the elements into
+// dst[r q, (r + 1) q), all-reduces that share with the PEs of local rank r on the other nodes, and the node
+// gathers the shares into every member's dst (in place: each member's share is already where it goes).
+// The count % m elements past m q go flat. dst and src do not overlap (runs_hierarchically).
+template <typename T>
+void reduce_hierarchically(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream) {
+  const world& w = t.owner();
+  const team& node = node_team(w);
+  const std::size_t m = static_cast<std::size_t>(node.size()), r = static_cast<std::size_t>(node.my_index());
+  const std::size_t q = count / m, rest = count - q * m;
+  T* share = dst + r * q;
+  reduce_on_stream_impl<true>(node, share, src, q, op, stream, {});
+  reduce_on_stream_impl<false>(same_local_rank_team(w), share, share, q, op, stream, {});
+  fcollect_bytes_on_stream(node, dst, share, q * sizeof(T), stream);
+  if (rest != 0) reduce_on_stream_impl<false>(t, dst + m * q, src + m * q, rest, op, stream, {});
+}
+
+template <bool kScatter, typename T>
+void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
                            channel_range channels) {
   const char* call = kScatter ? "shoal::reducescatter_on_stream" : "shoal::reduce_on_stream";
   const team_handle h = stream_view(t, channels, call);
@@ -64,6 +86,8 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   check_buffer(t, src, src_bytes, call, "src");
   if (kScatter || dst != src) check_no_overlap(dst, bytes, src, src_bytes, call);
   if (count == 0) return;
+  if (!kScatter && runs_hierarchically(t, channels, dst, src, count, sizeof(T)))
+    return reduce_hierarchically(t, dst, src, count, op, stream);
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);

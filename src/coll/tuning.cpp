@@ -23,7 +23,8 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
     tuning.one_shot_max_bytes[c] = one_shot_max;
     // A forced choice is validated by choose_algorithm (any size: the override does not depend on it).
     const char* forced = getenv_fn ? getenv_fn(algo_variable(coll).c_str()) : nullptr;
-    if (forced != nullptr && !trim(forced).empty() && trim(forced) != "auto")
+    if (forced != nullptr && !trim(forced).empty() && trim(forced) != "auto" &&
+        !names_host_composition(coll, trim(forced)))
       tuning.forced[c] = static_cast<std::int8_t>(choose_algorithm(table, coll, n_pes, 1, getenv_fn));
   }
   return tuning;

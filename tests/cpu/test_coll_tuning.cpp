@@ -1,11 +1,13 @@
 // What kernels read from the cost model: the size thresholds in a team handle must reproduce the model's
 // choice (to the scan's resolution), SHOAL_ALGO_* overrides must force exactly their algorithm, and the
-// handle's pick() must follow both. Also the team handle's channel views.
+// handle's pick() must follow both. Also the team handle's channel views, and what the hierarchical
+// all-reduce's choice compares.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
+#include "coll/hierarchical.hpp"
 #include "coll/tuning.hpp"
 #include "shoal/error.hpp"
 #include "shoal/team_handle.hpp"
@@ -89,6 +91,37 @@ TEST(CollTuning, ChannelViews) {
   EXPECT_EQ(view.channels(2, 2).channel_count, 0);   // past the view's end: no channels
   EXPECT_EQ(h.channels(-1, 2).channel_count, 0);
   EXPECT_EQ(h.channels(0, 0).channel_count, 0);
+}
+
+
+// SHOAL_ALGO_REDUCE=hierarchical names the host's composition (coll/hierarchical.hpp), not a kernel: the
+// kernels stay with the model, at every size, and the variable is accepted (not a config error).
+TEST(CollTuning, HierarchicalLeavesTheKernelsToTheModel) {
+  std::map<std::string, std::string> env{{"SHOAL_ALGO_REDUCE", "hierarchical"}};
+  auto getenv_fn = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  const coll_model_table table;
+  team_handle h;
+  h.tuning = make_tuning(table, 4, getenv_fn);
+  EXPECT_EQ(h.tuning.forced[static_cast<int>(collective::reduce)], -1);
+  for (std::uint64_t bytes : {8ull, 1ull << 20, 1ull << 30})
+    EXPECT_EQ(choose_algorithm(table, collective::reduce, 4, bytes, getenv_fn), model_choice(table, collective::reduce, 4, bytes));
+  env = {{"SHOAL_ALGO_FCOLLECT", "hierarchical"}};  // only the all-reduce has it
+  EXPECT_THROW(make_tuning(table, 4, getenv_fn), shoal::error);
+}
+
+// What the hierarchical choice compares: three launches and three phases against one flat call. With
+// 8 PEs per node on 16 nodes the network carries 1/8 of the data, so large calls go hierarchical; tiny
+// ones pay the extra launches and stay flat.
+TEST(CollTuning, HierarchicalWinsLargeAllReducesAcrossNodes) {
+  const coll_model_table table;
+  const node_shape shape{.gpus_per_node = 8, .nodes = 16};
+  EXPECT_GT(hierarchical_reduce_us(table, shape, 8), flat_reduce_us(table, shape, 8));
+  EXPECT_LT(hierarchical_reduce_us(table, shape, 256ull << 20), flat_reduce_us(table, shape, 256ull << 20));
+  // More data costs more, either way.
+  EXPECT_LT(hierarchical_reduce_us(table, shape, 1ull << 20), hierarchical_reduce_us(table, shape, 64ull << 20));
 }
 
 }  // namespace
