@@ -112,16 +112,18 @@ TEST(CollTuning, HierarchicalLeavesTheKernelsToTheModel) {
   EXPECT_THROW(make_tuning(table, 4, getenv_fn), shoal::error);
 }
 
-// What the hierarchical choice compares: three launches and three phases against one flat call. With
-// 8 PEs per node on 16 nodes the network carries 1/8 of the data, so large calls go hierarchical; tiny
-// ones pay the extra launches and stay flat.
+// What the hierarchical choice compares: three launches and three phases against one flat call. On 2 nodes
+// of 2 PEs a tiny call pays the extra launches and stays flat; from 1 MiB the network's halved share wins.
+// On 16 nodes of 8 the network carries 1/8 of the data, and every size goes hierarchical.
 TEST(CollTuning, HierarchicalWinsLargeAllReducesAcrossNodes) {
   const coll_model_table table;
-  const node_shape shape{.gpus_per_node = 8, .nodes = 16};
-  EXPECT_GT(hierarchical_reduce_us(table, shape, 8), flat_reduce_us(table, shape, 8));
-  EXPECT_LT(hierarchical_reduce_us(table, shape, 256ull << 20), flat_reduce_us(table, shape, 256ull << 20));
-  // More data costs more, either way.
-  EXPECT_LT(hierarchical_reduce_us(table, shape, 1ull << 20), hierarchical_reduce_us(table, shape, 64ull << 20));
+  const node_shape small{.gpus_per_node = 2, .nodes = 2}, large{.gpus_per_node = 8, .nodes = 16};
+  EXPECT_GT(hierarchical_reduce_us(table, small, 8), flat_reduce_us(table, small, 8));
+  for (std::uint64_t bytes : {1ull << 20, 64ull << 20, 256ull << 20})
+    EXPECT_LT(hierarchical_reduce_us(table, small, bytes), flat_reduce_us(table, small, bytes)) << bytes;
+  for (std::uint64_t bytes : {8ull, 1ull << 20, 256ull << 20})
+    EXPECT_LT(hierarchical_reduce_us(table, large, bytes), flat_reduce_us(table, large, bytes)) << bytes;
+  EXPECT_LT(hierarchical_reduce_us(table, large, 1ull << 20), hierarchical_reduce_us(table, large, 64ull << 20));
 }
 
 }  // namespace
