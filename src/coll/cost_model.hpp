@@ -138,6 +138,14 @@ inline std::string algo_variable(collective op) {
 
 using algo_getenv_fn = std::function<const char*(const char*)>;
 
+// What SHOAL_ALGO_<COLLECTIVE> forces, trimmed (read through `getenv_fn`): empty when it is unset, blank
+// or "auto", that is when the model chooses.
+inline std::string_view forced_algorithm(collective op, const algo_getenv_fn& getenv_fn) {
+  const char* forced = getenv_fn ? getenv_fn(algo_variable(op).c_str()) : nullptr;
+  const std::string_view value = forced ? trim(forced) : std::string_view{};
+  return value == "auto" ? std::string_view{} : value;
+}
+
 // SHOAL_ALGO_REDUCE=hierarchical: the world team's on-stream all-reduce across nodes composes three
 // collectives (coll/hierarchical.hpp) instead of running one kernel. The kernels it launches, and every
 // call it does not apply to, choose by the model.
@@ -151,18 +159,15 @@ inline bool names_host_composition(collective op, std::string_view value) {
 // when the value is not an algorithm, or names one that does not implement this collective.
 inline algorithm choose_algorithm(const coll_model_table& table, collective op, int n_pes, std::uint64_t bytes,
                                   const algo_getenv_fn& getenv_fn) {
-  const std::string variable = algo_variable(op);
-  const char* forced = getenv_fn ? getenv_fn(variable.c_str()) : nullptr;
-  const std::string_view value = forced ? trim(forced) : std::string_view{};
-  if (value.empty() || value == "auto" || names_host_composition(op, value))
-    return model_choice(table, op, n_pes, bytes);
+  const std::string_view value = forced_algorithm(op, getenv_fn);
+  if (value.empty() || names_host_composition(op, value)) return model_choice(table, op, n_pes, bytes);
   const std::optional<algorithm> algo = algorithm_from_string(value);
   if (!algo || !supports(op, *algo)) {
     std::string accepted = "auto";
     for (int i = 0; i < kAlgorithmCount; ++i)
       if (supports(op, static_cast<algorithm>(i))) accepted += fmt::format(",{}", to_string(static_cast<algorithm>(i)));
     if (op == collective::reduce) accepted += fmt::format(",{}", to_string(algorithm::hierarchical));
-    throw error(errc::config, variable,
+    throw error(errc::config, algo_variable(op),
                 fmt::format("'{}' is not valid: expected one of {} ({} algorithms)", value, accepted, to_string(op)));
   }
   return *algo;

@@ -34,9 +34,8 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   const auto* d = static_cast<const std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
   if (count < static_cast<std::size_t>(m) || (d < s + bytes && s < d + bytes)) return false;
-  const char* forced = std::getenv(algo_variable(collective::reduce).c_str());
-  const std::string_view value = forced ? trim(forced) : std::string_view{};
-  if (!value.empty() && value != "auto") return names_host_composition(collective::reduce, value);
+  const std::string_view forced = forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
+  if (!forced.empty()) return names_host_composition(collective::reduce, forced);
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};
   const coll_model_table& table = active_coll_model();
   return hierarchical_reduce_us(table, shape, bytes) < flat_reduce_us(table, shape, bytes);

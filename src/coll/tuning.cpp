@@ -22,9 +22,8 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
     tuning.ll_max_bytes[c] = ll_max;
     tuning.one_shot_max_bytes[c] = one_shot_max;
     // A forced choice is validated by choose_algorithm (any size: the override does not depend on it).
-    const char* forced = getenv_fn ? getenv_fn(algo_variable(coll).c_str()) : nullptr;
-    if (forced != nullptr && !trim(forced).empty() && trim(forced) != "auto" &&
-        !names_host_composition(coll, trim(forced)))
+    const std::string_view forced = forced_algorithm(coll, getenv_fn);
+    if (!forced.empty() && !names_host_composition(coll, forced))
       tuning.forced[c] = static_cast<std::int8_t>(choose_algorithm(table, coll, n_pes, 1, getenv_fn));
   }
   return tuning;

@@ -89,8 +89,8 @@ class local_memory {
 // A heap in host memory the caller owns ([base, base + bytes), 8-byte aligned), e.g. the heap of a CPU-only
 // job, a test, or a staging heap. Every operation is done at once; flush() has nothing to do. Atomics and
 // signals use std::atomic_ref, so host threads of this PE may use atomic_ref on the same words concurrently.
-// Test knobs: with `lend.slots` it lends that many payload buffers of `lend.slot_bytes` (copies to and from
-// them are plain copies as well); with `lend.deferred_flushes` a flush begun completes only at every third
+// Test knobs: with `slots` it lends that many payload buffers of `slot_bytes` (copies to and from them are
+// plain copies as well); with `deferred_flushes` a flush begun completes only at every third
 // flushed() call, as a GPU stream's would complete later. How the CPU tests drive the engine's lent-buffer
 // and flush-batch paths.
 struct host_memory_knobs {

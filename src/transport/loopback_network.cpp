@@ -84,14 +84,12 @@ class loopback_network final : public network {
   const network_capabilities& capabilities() const noexcept override { return capabilities_; }
 
   void on_message(std::uint8_t id, network_handler handler, void* ctx) override {
-    if (id >= kNetworkHandlers)
-      throw error(errc::invalid_argument, "loopback_network::on_message", fmt::format("handler id {}", id));
+    check_handler(id, "loopback_network::on_message");
     handlers_[id] = {handler, ctx};
   }
 
   void lend_payloads(std::uint8_t id, network_lender lender) override {
-    if (id >= kNetworkHandlers)
-      throw error(errc::invalid_argument, "loopback_network::lend_payloads", fmt::format("handler id {}", id));
+    check_handler(id, "loopback_network::lend_payloads");
     lenders_[id] = lender;
   }
 
@@ -122,8 +120,7 @@ class loopback_network final : public network {
   void send(int pe, std::uint8_t handler, std::span<const std::byte> header, std::span<const std::byte> payload,
             network_done done) override {
     check_pe(pe, "loopback_network::send");
-    if (handler >= kNetworkHandlers)
-      throw error(errc::invalid_argument, "loopback_network::send", fmt::format("handler id {}", handler));
+    check_handler(handler, "loopback_network::send");
     if (self_dead()) return limbo_.push_back({done});
     if (fabric_->dead(pe)) return complete(done, network_status::peer_failed);
     loopback_message m{pe_, handler, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
@@ -247,6 +244,9 @@ class loopback_network final : public network {
 
   void check_pe(int pe, const char* call) const {
     if (pe < 0 || pe >= fabric_->n_pes) throw error(errc::invalid_argument, call, fmt::format("PE {}", pe));
+  }
+  static void check_handler(unsigned id, const char* call) {
+    if (id >= kNetworkHandlers) throw error(errc::invalid_argument, call, fmt::format("handler id {}", id));
   }
   bool self_dead() const { return fabric_->dead(pe_); }
 

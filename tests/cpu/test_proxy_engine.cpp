@@ -154,7 +154,9 @@ TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   job.stop_all();
   for (int pe = 0; pe < 2; ++pe) {
     EXPECT_EQ(job[pe].memory->lent_out(), 0u) << "PE " << pe;
-    if (lend_slots != 0) EXPECT_GT(job[pe].memory->lends(), 0u) << "PE " << pe;
+    if (lend_slots != 0) {
+      EXPECT_GT(job[pe].memory->lends(), 0u) << "PE " << pe;
+    }
   }
 }
 
