@@ -1,10 +1,18 @@
 #include "coll/hierarchical.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
+#include "base/config.hpp"
 #include "coll/cost_model.hpp"
 #include "coll/tuning.hpp"
+#include "host/cuda_check.hpp"
+#include "host/world_impl.hpp"
+#include "shoal/error.hpp"
 #include "shoal/world.hpp"
 
 namespace shoal::detail {
@@ -13,14 +21,40 @@ double flat_reduce_us(const coll_model_table& table, node_shape shape, std::size
   return table.launch_us + net_model_detail::flat_us(table, collective::reduce, algorithm::one_shot, shape, bytes);
 }
 
-double hierarchical_reduce_us(const coll_model_table& table, node_shape shape, std::size_t bytes) {
+hierarchical_plan plan_hierarchical_reduce(const coll_model_table& table, node_shape shape, std::size_t bytes) {
   namespace d = net_model_detail;
   const int m = shape.gpus_per_node;
-  const std::uint64_t share = (bytes + m - 1) / m;
-  return 3 * table.launch_us + d::node_phase_us(table, collective::reducescatter, m, share) +
-         d::flat_us(table, collective::reduce, algorithm::one_shot, node_shape{.gpus_per_node = 1, .nodes = shape.nodes},
-                    share) +
-         d::node_phase_us(table, collective::fcollect, m, share);
+  const node_shape across{.gpus_per_node = 1, .nodes = shape.nodes};
+  hierarchical_plan best{.chunks = 1, .us = std::numeric_limits<double>::infinity()};
+  for (int chunks = 1; chunks <= kMaxHierarchicalChunks; chunks *= 2) {
+    const std::uint64_t per = static_cast<std::uint64_t>(chunks) * m;
+    const std::uint64_t share = (bytes + per - 1) / per;  // each PE's share of one chunk
+    const double node_us = 2 * table.launch_us + d::node_phase_us(table, collective::reducescatter, m, share) +
+                           d::node_phase_us(table, collective::fcollect, m, share);
+    const double network_us =
+        table.launch_us + d::flat_us(table, collective::reduce, algorithm::one_shot, across, share);
+    const double us = node_us + network_us + (chunks - 1) * std::max(node_us, network_us);
+    if (us < best.us) best = {.chunks = chunks, .us = us};
+  }
+  return best;
+}
+
+int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count) {
+  constexpr const char* kVariable = "SHOAL_HIERARCHICAL_CHUNKS";
+  int chunks = 0;
+  if (const char* text = std::getenv(kVariable); text != nullptr && *text != '\0') {
+    const std::int64_t forced = parse_integer(kVariable, text);
+    if (forced < 0 || forced > kMaxHierarchicalChunks)
+      throw error(errc::config, kVariable,
+                  fmt::format("'{}' is out of range: expected 0..{} (0: the model's choice)", text, kMaxHierarchicalChunks));
+    chunks = static_cast<int>(forced);
+  }
+  if (chunks == 0) chunks = plan_hierarchical_reduce(table, shape, bytes).chunks;
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(chunks), std::max<std::size_t>(share_count, 1)));
+}
+
+int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_count) {
+  return hierarchical_chunks(active_coll_model(), shape, bytes, share_count);
 }
 
 bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
@@ -38,7 +72,26 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   if (!forced.empty()) return names_host_composition(collective::reduce, forced);
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};
   const coll_model_table& table = active_coll_model();
-  return hierarchical_reduce_us(table, shape, bytes) < flat_reduce_us(table, shape, bytes);
+  return plan_hierarchical_reduce(table, shape, bytes).us < flat_reduce_us(table, shape, bytes);
+}
+
+network_pipeline::network_pipeline(const team& t, cudaStream_t node_stream)
+    : lock_(t.internals().network_mutex), node_(node_stream) {
+  world::impl& w = t.internals();
+  w.create_network_stream();
+  network_ = w.network_stream;
+  node_done_ = w.node_phase_event;
+  network_done_ = w.network_phase_event;
+}
+
+void network_pipeline::to_network() {
+  SHOAL_CUDA_CHECK(cudaEventRecord(node_done_, node_));
+  SHOAL_CUDA_CHECK(cudaStreamWaitEvent(network_, node_done_, 0));
+}
+
+void network_pipeline::from_network() {
+  SHOAL_CUDA_CHECK(cudaEventRecord(network_done_, network_));
+  SHOAL_CUDA_CHECK(cudaStreamWaitEvent(node_, network_done_, 0));
 }
 
 }  // namespace shoal::detail

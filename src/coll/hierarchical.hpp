@@ -1,11 +1,15 @@
 // Hierarchical all-reduce on a stream, for the world team across nodes: reduce-scatter within each node
 // (NVLink), all-reduce of each PE's share among the PEs of its local rank on every node (the proxy), then
 // all-gather within the node. The network carries 1/m of the data that a flat all-reduce sends it (m PEs
-// per node). The three phases run one after the other on the caller's stream: no pipelining of one
-// chunk's network phase under another's NVLink phases yet. Host only.
+// per node). Pipelined in chunks: the caller's stream runs the node phases, the world's network stream the
+// phase across nodes, so one chunk crosses the network while the node reduces the next and gathers the one
+// before. Host only.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
+#include <mutex>
 
 #include "shoal/coll_model.hpp"
 #include "shoal/coll_stream.hpp"
@@ -13,11 +17,30 @@
 
 namespace shoal::detail {
 
-// What hierarchical_reduce_us adds up, and what the choice compares it with: the predicted on-stream time
-// of the flat one-shot all-reduce over `shape`, and of the hierarchical one as shoal runs it (three
-// launches, phases in turn, the middle one a flat one-shot among `shape.nodes` PEs).
+// The most chunks one call is cut into: each costs three launches and two event hand-overs.
+inline constexpr int kMaxHierarchicalChunks = 16;
+
+// How shoal runs a hierarchical all-reduce of `bytes`: in `chunks` pieces (a power of two), predicted to
+// take `us` on a stream.
+struct hierarchical_plan {
+  int chunks = 1;
+  double us = 0;
+};
+
+// What the choice compares: the predicted on-stream time of the flat one-shot all-reduce over `shape`,
+// and the best pipelined plan of the hierarchical one as shoal runs it. Per chunk (each PE's share b):
+// the node phases N = 2 launches + reduce-scatter(b) + all-gather(b) on one stream, the network phase
+// X = a launch + a flat one-shot among `shape.nodes` PEs on the other. The first chunk pays N + X, every
+// later one max(N, X).
 double flat_reduce_us(const coll_model_table& table, node_shape shape, std::size_t bytes);
-double hierarchical_reduce_us(const coll_model_table& table, node_shape shape, std::size_t bytes);
+hierarchical_plan plan_hierarchical_reduce(const coll_model_table& table, node_shape shape, std::size_t bytes);
+
+// SHOAL_HIERARCHICAL_CHUNKS read now (1..kMaxHierarchicalChunks forces that many chunks; unset or 0: the
+// plan's), never more than `share_count` (every chunk gives each PE at least one element). Throws
+// shoal::error(errc::config) naming the variable for a value out of range.
+int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count);
+// The same with the active model (tuning.hpp's active_coll_model), for the kernels' translation units.
+int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_count);
 
 // Whether reduce_on_stream(t, dst, src, count, ...) runs hierarchically: t is the world team, its PEs span
 // nodes with m >= 2 consecutively numbered PEs on each, the call uses all of the team's channels, dst and
@@ -25,5 +48,23 @@ double hierarchical_reduce_us(const coll_model_table& table, node_shape shape, s
 // model predicts hierarchical faster. Any other forced algorithm runs flat.
 bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
                          std::size_t element_bytes);
+
+// The node and network streams of one pipelined call: to_network() makes the world's network stream wait
+// for what the caller's stream holds so far, from_network() the reverse. A call starts with to_network()
+// before its first network phase and ends with from_network() after its last, so the caller's stream (and
+// a CUDA graph captured from it) holds all of it. Holds the world's network mutex: one pipelined call at a
+// time per world.
+class network_pipeline {
+ public:
+  network_pipeline(const team& t, cudaStream_t node_stream);
+  cudaStream_t network_stream() const noexcept { return network_; }
+  void to_network();
+  void from_network();
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  cudaStream_t node_, network_;
+  cudaEvent_t node_done_, network_done_;
+};
 
 }  // namespace shoal::detail

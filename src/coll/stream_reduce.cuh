@@ -58,20 +58,42 @@ template <bool kScatter, typename T>
 void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
                            channel_range channels);
 
-// coll/hierarchical.hpp: member r of its node (m PEs) reduces the node's share r of the elements into
-// dst[r q, (r + 1) q), all-reduces that share with the PEs of local rank r on the other nodes, and the node
-// gathers the shares into every member's dst (in place: each member's share is already where it goes).
-// The count % m elements past m q go flat. dst and src do not overlap (runs_hierarchically).
+// coll/hierarchical.hpp, in chunks of m q_j elements (q_j each PE's share of chunk j): member r of its node
+// (m PEs) reduces the node's share r of a chunk into that chunk's dst[r q_j, (r + 1) q_j), all-reduces it in
+// place with the PEs of local rank r on the other nodes (on the network stream), and the node gathers the
+// shares into every member's dst (in place: each member's share is already where it goes). The caller's
+// stream runs chunk j + 1's reduce-scatter before chunk j's all-gather, so the network always has the next
+// chunk ready. The count % m elements past the chunks go flat. dst and src do not overlap
+// (runs_hierarchically).
 template <typename T>
 void reduce_hierarchically(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream) {
   const world& w = t.owner();
   const team& node = node_team(w);
+  const team& across = same_local_rank_team(w);
   const std::size_t m = static_cast<std::size_t>(node.size()), r = static_cast<std::size_t>(node.my_index());
   const std::size_t q = count / m, rest = count - q * m;
-  T* share = dst + r * q;
-  reduce_on_stream_impl<true>(node, share, src, q, op, stream, {});
-  reduce_on_stream_impl<false>(same_local_rank_team(w), share, share, q, op, stream, {});
-  fcollect_bytes_on_stream(node, dst, share, q * sizeof(T), stream);
+  const node_shape shape{.gpus_per_node = node.size(), .nodes = across.size()};
+  const std::size_t chunks = static_cast<std::size_t>(hierarchical_chunks(shape, count * sizeof(T), q));
+  network_pipeline pipe(t, stream);
+  T* gather_next = nullptr;  // the chunk whose all-gather is due, and each PE's share of it
+  std::size_t gather_share = 0;
+  for (std::size_t j = 0, first = 0; j < chunks; ++j) {
+    const std::size_t qj = q / chunks + (j < q % chunks ? 1 : 0);
+    T* chunk = dst + m * first;
+    T* share = chunk + r * qj;
+    reduce_on_stream_impl<true>(node, share, src + m * first, qj, op, stream, {});
+    pipe.to_network();
+    if (gather_next != nullptr) {
+      pipe.from_network();
+      fcollect_bytes_on_stream(node, gather_next, gather_next + r * gather_share, gather_share * sizeof(T), stream);
+    }
+    reduce_on_stream_impl<false>(across, share, share, qj, op, pipe.network_stream(), {});
+    gather_next = chunk;
+    gather_share = qj;
+    first += qj;
+  }
+  pipe.from_network();
+  fcollect_bytes_on_stream(node, gather_next, gather_next + r * gather_share, gather_share * sizeof(T), stream);
   if (rest != 0) reduce_on_stream_impl<false>(t, dst + m * q, src + m * q, rest, op, stream, {});
 }
 

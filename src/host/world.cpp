@@ -222,6 +222,9 @@ world::~world() {
   if (impl_->side_stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->side_stream));
   if (impl_->fork_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->fork_event));
   if (impl_->join_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->join_event));
+  if (impl_->network_stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->network_stream));
+  if (impl_->node_phase_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->node_phase_event));
+  if (impl_->network_phase_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->network_phase_event));
 }
 
 void world::impl::create_side_stream() {
@@ -229,6 +232,13 @@ void world::impl::create_side_stream() {
   SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event, cudaEventDisableTiming));
   SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&join_event, cudaEventDisableTiming));
   SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+}
+
+void world::impl::create_network_stream() {
+  if (network_stream != nullptr) return;
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&node_phase_event, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&network_phase_event, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&network_stream, cudaStreamNonBlocking));
 }
 
 int world::pe() const noexcept { return impl_->boot->pe(); }

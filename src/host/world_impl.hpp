@@ -85,6 +85,13 @@ struct world::impl {
   cudaStream_t side_stream = nullptr;
   cudaEvent_t fork_event = nullptr, join_event = nullptr;
   void create_side_stream();
+  // The network stream of a pipelined hierarchical all-reduce (coll/hierarchical.hpp): the phase across
+  // nodes of each chunk runs on it while the caller's stream runs the node phases of the chunks either
+  // side; the two events hand each chunk over. Created on first use; the mutex serializes its users.
+  std::mutex network_mutex;
+  cudaStream_t network_stream = nullptr;
+  cudaEvent_t node_phase_event = nullptr, network_phase_event = nullptr;
+  void create_network_stream();
   void* scratch = nullptr;        // device scratch for host atomics' results
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that

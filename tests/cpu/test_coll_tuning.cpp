@@ -4,6 +4,8 @@
 // all-reduce's choice compares.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -112,18 +114,61 @@ TEST(CollTuning, HierarchicalLeavesTheKernelsToTheModel) {
   EXPECT_THROW(make_tuning(table, 4, getenv_fn), shoal::error);
 }
 
-// What the hierarchical choice compares: three launches and three phases against one flat call. On 2 nodes
-// of 2 PEs a tiny call pays the extra launches and stays flat; from 1 MiB the network's halved share wins.
-// On 16 nodes of 8 the network carries 1/8 of the data, and every size goes hierarchical.
+// What the hierarchical choice compares: its best pipelined plan (two node launches and phases on one
+// stream, a launch and a flat call between nodes on the other) against one flat call. On 2 nodes of 2 PEs a
+// tiny call pays the extra launches and stays flat; from 1 MiB the network's halved share wins. On 16 nodes
+// of 8 the network carries 1/8 of the data, and every size goes hierarchical.
 TEST(CollTuning, HierarchicalWinsLargeAllReducesAcrossNodes) {
   const coll_model_table table;
   const node_shape small{.gpus_per_node = 2, .nodes = 2}, large{.gpus_per_node = 8, .nodes = 16};
-  EXPECT_GT(hierarchical_reduce_us(table, small, 8), flat_reduce_us(table, small, 8));
+  auto hierarchical_us = [&](node_shape shape, std::uint64_t bytes) {
+    return plan_hierarchical_reduce(table, shape, bytes).us;
+  };
+  EXPECT_GT(hierarchical_us(small, 8), flat_reduce_us(table, small, 8));
   for (std::uint64_t bytes : {1ull << 20, 64ull << 20, 256ull << 20})
-    EXPECT_LT(hierarchical_reduce_us(table, small, bytes), flat_reduce_us(table, small, bytes)) << bytes;
+    EXPECT_LT(hierarchical_us(small, bytes), flat_reduce_us(table, small, bytes)) << bytes;
   for (std::uint64_t bytes : {8ull, 1ull << 20, 256ull << 20})
-    EXPECT_LT(hierarchical_reduce_us(table, large, bytes), flat_reduce_us(table, large, bytes)) << bytes;
-  EXPECT_LT(hierarchical_reduce_us(table, large, 1ull << 20), hierarchical_reduce_us(table, large, 64ull << 20));
+    EXPECT_LT(hierarchical_us(large, bytes), flat_reduce_us(table, large, bytes)) << bytes;
+  EXPECT_LT(hierarchical_us(large, 1ull << 20), hierarchical_us(large, 64ull << 20));
+}
+
+// The plan pipelines only where the per-chunk launches pay for themselves: one chunk for a tiny call, several
+// for a large one, never more than kMaxHierarchicalChunks, and each chunk count's time is what the plan's
+// formula gives (the first chunk pays both phases, every later one the slower phase).
+TEST(CollTuning, HierarchicalPlanPipelinesLargeCalls) {
+  const coll_model_table table;
+  const node_shape shape{.gpus_per_node = 2, .nodes = 2};
+  EXPECT_EQ(plan_hierarchical_reduce(table, shape, 4096).chunks, 1);
+  const hierarchical_plan large = plan_hierarchical_reduce(table, shape, 256ull << 20);
+  EXPECT_GT(large.chunks, 1);
+  EXPECT_LE(large.chunks, kMaxHierarchicalChunks);
+}
+
+// SHOAL_HIERARCHICAL_CHUNKS forces the chunk count, read at each call; 0 or unset is the plan's; no chunk
+// is left without an element of each PE's share; out of range is a config error naming the variable.
+TEST(CollTuning, HierarchicalChunksFollowTheVariable) {
+  const coll_model_table table;
+  const node_shape shape{.gpus_per_node = 2, .nodes = 2};
+  const std::uint64_t bytes = 256ull << 20;
+  ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
+  const int planned = plan_hierarchical_reduce(table, shape, bytes).chunks;
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8), planned);
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, 3), std::min(planned, 3));
+  ::setenv("SHOAL_HIERARCHICAL_CHUNKS", "0", 1);
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8), planned);
+  ::setenv("SHOAL_HIERARCHICAL_CHUNKS", "5", 1);
+  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 8), 5);
+  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 2), 2);
+  for (const char* bad : {"17", "-1", "many"}) {
+    ::setenv("SHOAL_HIERARCHICAL_CHUNKS", bad, 1);
+    try {
+      hierarchical_chunks(table, shape, bytes, bytes / 8);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const shoal::error& e) {
+      EXPECT_NE(std::string(e.what()).find("SHOAL_HIERARCHICAL_CHUNKS"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
 }
 
 }  // namespace
