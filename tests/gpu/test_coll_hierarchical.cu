@@ -69,7 +69,8 @@ TEST(CollHierarchical, FcollectInPlace) {
 }
 
 // Forced hierarchical (and checked that it does run so), int32 sum and max, counts that divide among the
-// node's PEs and counts that leave a remainder (which goes flat), from one element per PE to 4 MiB.
+// node's PEs and counts that leave a remainder (which goes flat), from one element per PE to 4 MiB; with
+// the pipeline forced to 1, 3 (uneven chunks) and 16 chunks, and as planned.
 TEST(CollHierarchical, AllReduceMatchesTheReference) {
   SHOAL_REQUIRE_WORLD(4);
   world& w = *the_world();
@@ -80,38 +81,43 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
                  << " PE(s) (try 4 PEs with SHOAL_EMULATE_NODES=2)";
   const scoped_env force("SHOAL_ALGO_REDUCE", "hierarchical");
   std::uint64_t salt = 0;
-  for (const std::size_t count : {std::size_t(m), std::size_t(m) * 1000 + 1, std::size_t(m) * 12288 + std::size_t(m) - 1,
-                                  std::size_t{1} << 20}) {
-    for (const reduce_op op : {reduce_op::sum, reduce_op::max}) {
-      SCOPED_TRACE("count " + std::to_string(count) + (op == reduce_op::sum ? " sum" : " max"));
-      ++salt;
-      auto* src = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
-      auto* dst = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
-      ASSERT_TRUE(detail::runs_hierarchically(t, {}, dst, src, count, sizeof(std::int32_t)));
-      const std::vector<std::int32_t> mine = pe_values(w.pe(), count, salt);
-      CUDA_OK(cudaMemcpy(src, mine.data(), count * 4, cudaMemcpyHostToDevice));
-      reduce_on_stream(t, dst, src, count, op, nullptr);
-      CUDA_OK(cudaStreamSynchronize(nullptr));
-      std::vector<std::int32_t> want = pe_values(0, count, salt);
-      for (int pe = 1; pe < n; ++pe) {
-        const std::vector<std::int32_t> theirs = pe_values(pe, count, salt);
-        for (std::size_t k = 0; k < count; ++k)
-          want[k] = op == reduce_op::sum ? std::int32_t(std::uint32_t(want[k]) + std::uint32_t(theirs[k]))
-                                         : std::max(want[k], theirs[k]);
+  // Unpipelined, in 3 uneven chunks, in 16, and as the model plans it.
+  for (const char* chunks : {"1", "3", "16", "0"}) {
+    const scoped_env pipeline("SHOAL_HIERARCHICAL_CHUNKS", chunks);
+    for (const std::size_t count : {std::size_t(m), std::size_t(m) * 1000 + 1,
+                                    std::size_t(m) * 12288 + std::size_t(m) - 1, std::size_t{1} << 20}) {
+      for (const reduce_op op : {reduce_op::sum, reduce_op::max}) {
+        SCOPED_TRACE("count " + std::to_string(count) + (op == reduce_op::sum ? " sum" : " max") + ", chunks " +
+                     chunks);
+        ++salt;
+        auto* src = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
+        auto* dst = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
+        ASSERT_TRUE(detail::runs_hierarchically(t, {}, dst, src, count, sizeof(std::int32_t)));
+        const std::vector<std::int32_t> mine = pe_values(w.pe(), count, salt);
+        CUDA_OK(cudaMemcpy(src, mine.data(), count * 4, cudaMemcpyHostToDevice));
+        reduce_on_stream(t, dst, src, count, op, nullptr);
+        CUDA_OK(cudaStreamSynchronize(nullptr));
+        std::vector<std::int32_t> want = pe_values(0, count, salt);
+        for (int pe = 1; pe < n; ++pe) {
+          const std::vector<std::int32_t> theirs = pe_values(pe, count, salt);
+          for (std::size_t k = 0; k < count; ++k)
+            want[k] = op == reduce_op::sum ? std::int32_t(std::uint32_t(want[k]) + std::uint32_t(theirs[k]))
+                                           : std::max(want[k], theirs[k]);
+        }
+        std::vector<std::int32_t> got(count);
+        CUDA_OK(cudaMemcpy(got.data(), dst, count * 4, cudaMemcpyDeviceToHost));
+        std::size_t bad = 0;
+        for (std::size_t k = 0; k < count; ++k) bad += got[k] != want[k];
+        EXPECT_EQ(bad, 0u) << "elements wrong; first at " << [&] {
+          for (std::size_t k = 0; k < count; ++k)
+            if (got[k] != want[k]) return k;
+          return count;
+        }();
+        barrier_all_on_stream(w, nullptr);
+        CUDA_OK(cudaStreamSynchronize(nullptr));
+        w.free(dst);
+        w.free(src);
       }
-      std::vector<std::int32_t> got(count);
-      CUDA_OK(cudaMemcpy(got.data(), dst, count * 4, cudaMemcpyDeviceToHost));
-      std::size_t bad = 0;
-      for (std::size_t k = 0; k < count; ++k) bad += got[k] != want[k];
-      EXPECT_EQ(bad, 0u) << "elements wrong; first at " << [&] {
-        for (std::size_t k = 0; k < count; ++k)
-          if (got[k] != want[k]) return k;
-        return count;
-      }();
-      barrier_all_on_stream(w, nullptr);
-      CUDA_OK(cudaStreamSynchronize(nullptr));
-      w.free(dst);
-      w.free(src);
     }
   }
   // In place it does not apply (the reduce-scatter would overwrite the source): that call runs flat.
