@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <span>
+
 #include "base/log.hpp"
 #include "host/cuda_check.hpp"
 #include "transport/cuda_local_memory.hpp"
@@ -25,6 +27,7 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
     : boot_(boot) {
   net_ = make_ucx_network(boot);
   memory_ = make_cuda_local_memory(heap_base, heap_bytes, device, kPayloadBuffers);
+  open_payload_windows();
 
   SHOAL_CUDA_CHECK(cudaHostAlloc(&shared_, kRingLayout.shared_bytes(), cudaHostAllocMapped | cudaHostAllocPortable));
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&head_), sizeof(std::uint64_t)));
@@ -46,11 +49,29 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
   SHOAL_LOG_INFO(base, "proxy started: {}", describe());
 }
 
+// The payload buffers move into the network's window where it has one, and the peers' windows this PE
+// maps are pinned for the copy engines: a payload to or from such a peer then crosses without any CPU
+// copy, as over a NIC that DMAs from registered memory.
+void proxy_runtime::open_payload_windows() {
+  const payload_view_check adopt{.fn =
+                                     [](void* ctx, std::span<const std::byte> view) {
+                                       auto* self = static_cast<proxy_runtime*>(ctx);
+                                       const bool adopted = self->memory_->adopt_peer_window(view);
+                                       self->peer_windows_ += adopted;
+                                       return adopted;
+                                     },
+                                 .ctx = this};
+  const std::span<std::byte> window = net_->open_payload_window(kPayloadBuffers.count * kPayloadBuffers.bytes, adopt);
+  lends_from_window_ = !window.empty() && memory_->lend_from(window);
+}
+
+// The local memory goes before the network: it unpins the windows, which the network unmaps.
 void proxy_runtime::shutdown() {
   if (!engine_) return;
   boot_.barrier();  // every PE is past its last request
   engine_->stop();
   engine_.reset();
+  memory_.reset();
   boot_.barrier();  // no engine sends any more: the networks may close
   net_.reset();
 }
@@ -59,6 +80,7 @@ proxy_runtime::~proxy_runtime() {
   try {
     if (engine_) {
       engine_.reset();  // stops the thread without a collective: the job is failing or ending
+      memory_.reset();
       net_.reset();
     }
   } catch (const std::exception& e) {
@@ -79,9 +101,10 @@ bool proxy_runtime::failed() const noexcept { return engine_ && engine_->failed(
 
 std::string proxy_runtime::describe() const {
   const network_capabilities& c = net_->capabilities();
-  return fmt::format("{} over {} ({}), ring of {} descriptors", c.library, c.transports,
+  return fmt::format("{} over {} ({}; payload window {}, {} of {} peers' read in place), ring of {} descriptors",
+                     c.library, c.transports,
                      c.cuda_memory ? "GPU memory directly" : "GPU memory staged through host memory",
-                     kRingLayout.capacity);
+                     lends_from_window_ ? "open" : "none", peer_windows_, boot_.n_pes() - 1, kRingLayout.capacity);
 }
 
 }  // namespace shoal::detail

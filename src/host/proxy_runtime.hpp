@@ -46,6 +46,9 @@ class proxy_runtime {
   std::uint32_t* owners_ = nullptr;   // device memory: result slot owners
   proxy_channel* channel_ = nullptr;  // device memory: what device_handle::proxy points at
   std::unique_ptr<proxy_engine> engine_;
+  bool lends_from_window_ = false;  // payload buffers are in the network's window (open_payload_windows)
+  int peer_windows_ = 0;            // peers' windows pinned here for the copy engines
+  void open_payload_windows();
 };
 
 }  // namespace shoal::detail

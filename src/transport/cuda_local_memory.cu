@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <deque>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -48,7 +49,8 @@ __device__ W float_add(void* word, std::uint64_t operand_bits) {
   F operand;
   const W bits = W(operand_bits);
   memcpy(&operand, &bits, sizeof(F));
-  const F old = cuda::atomic_ref<F, cuda::thread_scope_system>(*static_cast<F*>(word)).fetch_add(operand, cuda::memory_order_relaxed);
+  const F old = cuda::atomic_ref<F, cuda::thread_scope_system>(*static_cast<F*>(word))
+                    .fetch_add(operand, cuda::memory_order_relaxed);
   W out;
   memcpy(&out, &old, sizeof(F));
   return out;
@@ -101,6 +103,7 @@ class cuda_local_memory final : public local_memory {
     SHOAL_CUDA_LOG(cudaFreeHost(old_values_));
     SHOAL_CUDA_LOG(cudaFreeHost(staging_));
     if (lend_storage_) SHOAL_CUDA_LOG(cudaFreeHost(lend_storage_));
+    for (const void* p : pinned_) SHOAL_CUDA_LOG(cudaHostUnregister(const_cast<void*>(p)));
   }
 
   std::uint64_t heap_bytes() const noexcept override { return bytes_; }
@@ -129,7 +132,7 @@ class cuda_local_memory final : public local_memory {
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
     if (to.is_host) return (void)std::memcpy(resolve(to), from, bytes);
-    if (lendable_.owns(from)) {
+    if (lendable_.owns(from) || in_peer_window(from)) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
       return;
     }
@@ -167,6 +170,23 @@ class cuda_local_memory final : public local_memory {
 
   std::byte* lend(std::size_t bytes) override { return lendable_.take(bytes); }
   void give_back(std::byte* buffer) override { lendable_.give_back(buffer); }
+
+  // The window is pinned here (cudaHostRegister), so the copy engines fill and drain it as they do the
+  // buffers of cudaMallocHost; it replaces them.
+  bool lend_from(std::span<std::byte> memory) override {
+    const std::size_t slot_bytes = lendable_.slot_bytes();
+    if (slot_bytes == 0 || memory.size() < slot_bytes || lendable_.lent_out() != 0 || !pin(memory)) return false;
+    lendable_ = payload_pool(memory.data(), slot_bytes, memory.size() / slot_bytes);
+    if (lend_storage_) SHOAL_CUDA_CHECK(cudaFreeHost(std::exchange(lend_storage_, nullptr)));
+    return true;
+  }
+
+  // A peer's window, pinned here too: the copy engine reads a borrowed payload straight from it.
+  bool adopt_peer_window(std::span<const std::byte> view) override {
+    if (!pin(view)) return false;
+    peer_windows_.push_back(view);
+    return true;
+  }
 
   void flush() override {
     bind();
@@ -276,10 +296,32 @@ class cuda_local_memory final : public local_memory {
   std::size_t staged_ = 0;               // bytes of staging in use until flush()
   std::vector<staged_read> reads_;
   std::size_t atomics_done_ = 0, reads_done_ = 0;  // prefixes of pending_ and reads_ already stored
-  std::deque<batch> batches_;                        // flushes begun and not yet seen complete, oldest first
-  std::vector<cudaEvent_t> events_;                  // free events
-  std::uint64_t issued_ = 0, completed_ = 0;         // flush tickets
-  std::byte* lend_storage_ = nullptr;  // pinned: the payload buffers
+  std::deque<batch> batches_;                      // flushes begun and not yet seen complete, oldest first
+  std::vector<cudaEvent_t> events_;                // free events
+  std::uint64_t issued_ = 0, completed_ = 0;       // flush tickets
+  // Pins host memory that this object does not own (payload windows) until it is destroyed; false (and
+  // logged) when CUDA refuses.
+  bool pin(std::span<const std::byte> memory) {
+    bind();
+    void* p = const_cast<std::byte*>(memory.data());
+    if (const cudaError_t e = cudaHostRegister(p, memory.size(), cudaHostRegisterPortable); e != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: clear it
+      log_cuda_error(e, "cudaHostRegister (a payload window; payloads are staged instead)", __FILE__, __LINE__);
+      return false;
+    }
+    pinned_.push_back(p);
+    return true;
+  }
+  bool in_peer_window(const void* p) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    for (const std::span<const std::byte> w : peer_windows_)
+      if (b >= w.data() && b < w.data() + w.size()) return true;
+    return false;
+  }
+
+  std::byte* lend_storage_ = nullptr;  // pinned: the payload buffers, unless they come from a window
+  std::vector<const void*> pinned_;    // windows pinned by pin()
+  std::vector<std::span<const std::byte>> peer_windows_;
   payload_pool lendable_;
 };
 

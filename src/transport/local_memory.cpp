@@ -61,7 +61,8 @@ std::uint64_t host_atomic_apply(void* word, const local_atomic& op) {
   const bool adds = op.op == proxy_atomic_op::fetch_add || op.op == proxy_atomic_op::add;
   if (op.type == proxy_atomic_type::float32 && adds)
     return float_add<float>(static_cast<std::uint32_t*>(word), static_cast<std::uint32_t>(op.value));
-  if (op.type == proxy_atomic_type::float64 && adds) return float_add<double>(static_cast<std::uint64_t*>(word), op.value);
+  if (op.type == proxy_atomic_type::float64 && adds)
+    return float_add<double>(static_cast<std::uint64_t*>(word), op.value);
   // Float fetch/set/swap are bit moves, so integer atomics of the same width do them exactly.
   if (proxy_atomic_width(op.type) == 4)
     return apply(static_cast<std::uint32_t*>(word), op.op, static_cast<std::uint32_t>(op.value),
@@ -78,6 +79,15 @@ host_local_memory::host_local_memory(void* base, std::uint64_t bytes, const host
     lend_storage_ = std::make_unique<std::byte[]>(knobs.slots * knobs.slot_bytes);
     lendable_ = payload_pool(lend_storage_.get(), knobs.slot_bytes, knobs.slots);
   }
+}
+
+// Takes the window over only when this memory lends at all (the test knobs), in slots of the same size.
+bool host_local_memory::lend_from(std::span<std::byte> memory) {
+  const std::size_t slot_bytes = lendable_.slot_bytes();
+  if (slot_bytes == 0 || memory.size() < slot_bytes || lendable_.lent_out() != 0) return false;
+  lendable_ = payload_pool(memory.data(), slot_bytes, memory.size() / slot_bytes);
+  lend_storage_.reset();
+  return true;
 }
 
 std::byte* host_local_memory::resolve(local_ref ref, std::size_t bytes, const char* call) const {

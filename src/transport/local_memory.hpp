@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "shoal/detail/proxy_descriptor.hpp"
 #include "transport/payload_pool.hpp"
@@ -47,7 +48,8 @@ struct local_atomic {
 //   per batch, and its copies overlap the network work of the batches after it. "Until flush()" below
 //   means until such a flush completes.
 // - write()'s `from` and signal()'s arguments may be reused as soon as the call returns (copy or stage
-//   them), except a `from` in a lent buffer (lend()), which stays unchanged until flush(); read()'s `to`
+//   them), except a `from` in a lent buffer (lend()) or in a peer's window this memory adopted
+//   (adopt_peer_window()), which stays unchanged until flush(); read()'s `to`
 //   and atomic()'s `old` stay valid and untouched by the caller until flush().
 // - Heap ranges were checked against heap_bytes() by the engine; addresses are trusted (they come from
 //   this PE's own descriptors).
@@ -84,6 +86,14 @@ class local_memory {
   // and only after the flush() that completes every read() into it or write() from it.
   virtual std::byte* lend(std::size_t /*bytes*/) { return nullptr; }
   virtual void give_back(std::byte* /*buffer*/) {}
+
+  // Payload windows (network::open_payload_window). lend_from(): lend payload buffers carved from
+  // `memory` (this PE's window, which outlives this object) instead of this memory's own; false when it
+  // cannot (its own buffers stay). Call before the first lend(). adopt_peer_window(): write() will take
+  // `from` in `view` (a peer's window mapped here, which outlives this object) as it takes a lent buffer,
+  // without staging it; false when it cannot. The defaults decline both.
+  virtual bool lend_from(std::span<std::byte> /*memory*/) { return false; }
+  virtual bool adopt_peer_window(std::span<const std::byte> /*view*/) { return false; }
 };
 
 // A heap in host memory the caller owns ([base, base + bytes), 8-byte aligned), e.g. the heap of a CPU-only
@@ -120,6 +130,9 @@ class host_local_memory final : public local_memory {
     return buffer;
   }
   void give_back(std::byte* buffer) override { lendable_.give_back(buffer); }
+  // Host memory needs no registration: a window is used as it is.
+  bool lend_from(std::span<std::byte> memory) override;
+  bool adopt_peer_window(std::span<const std::byte> /*view*/) override { return true; }
 
   std::byte* base() const noexcept { return base_; }
   // For tests, read while no engine runs: buffers lent so far, and those not given back yet.

@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "shoal/error.hpp"
@@ -24,13 +25,24 @@ struct loopback_message {
   std::uint8_t handler = 0;
   std::vector<std::byte> header;
   std::vector<std::byte> payload;
+  std::span<const std::byte> by_reference;  // a payload left in the sender's window (then `payload` is empty)
+  std::uint64_t token = 0;                  // ... and the token the receiver returns it with
 };
 
 struct loopback_endpoint {
   std::mutex mutex;
   std::deque<loopback_message> inbox;  // one queue per destination: each sender's messages stay in order
+  std::deque<std::uint64_t> returned;  // tokens of this PE's borrowed payloads, given back
   std::atomic<bool> dead{false};
   bool connected = false;  // under the fabric's mutex
+};
+
+// A PE's payload window (open_payload_window): its memory, and which peers' windows it kept a view of.
+struct loopback_window {
+  std::vector<std::byte> memory;
+  bool opened = false;
+  bool decided = false;     // `views` is final
+  std::vector<bool> views;  // [peer]: this PE reads peer's window in place
 };
 
 struct exposed_range {
@@ -54,6 +66,7 @@ struct loopback_fabric::state {
   std::mutex mutex;  // connected flags and regions
   std::condition_variable regions_changed;
   std::vector<std::vector<exposed_range>> regions;  // [pe][region id]
+  std::vector<loopback_window> windows;             // [pe], under the mutex
 
   bool dead(int pe) const { return pes[pe]->dead.load(std::memory_order_acquire); }
 };
@@ -77,6 +90,7 @@ class loopback_network final : public network {
       list->clear();
     }
     for (const pending_completion& c : limbo_) c.done(network_status::canceled, 0);
+    for (const lent_payload& l : lent_out_) l.done(network_status::canceled, 0);
   }
 
   int pe() const noexcept override { return pe_; }
@@ -123,13 +137,51 @@ class loopback_network final : public network {
     check_handler(handler, "loopback_network::send");
     if (self_dead()) return limbo_.push_back({done});
     if (fabric_->dead(pe)) return complete(done, network_status::peer_failed);
-    loopback_message m{pe_, handler, {header.begin(), header.end()}, {payload.begin(), payload.end()}};
+    loopback_message m{pe_, handler, {header.begin(), header.end()}, {}};
+    const bool by_reference = pe != pe_ && in_window(payload) && viewed_by(pe);
+    if (by_reference) {
+      m.by_reference = payload;
+      m.token = next_token_++;
+      lent_out_.push_back({m.token, pe, done});
+    } else {
+      m.payload.assign(payload.begin(), payload.end());
+    }
     {
       loopback_endpoint& target = *fabric_->pes[pe];
       std::lock_guard lock(target.mutex);
       target.inbox.push_back(std::move(m));
     }
-    complete(done, network_status::ok);
+    if (!by_reference) complete(done, network_status::ok);
+  }
+
+  std::span<std::byte> open_payload_window(std::size_t bytes, payload_view_check usable) override {
+    const char* call = "loopback_network::open_payload_window";
+    std::unique_lock lock(fabric_->mutex);
+    loopback_window& mine = fabric_->windows[pe_];
+    if (mine.opened) throw error(errc::invalid_argument, call, "opened twice");
+    mine.memory.resize(bytes);
+    mine.opened = true;
+    mine.views.assign(fabric_->n_pes, false);
+    fabric_->regions_changed.notify_all();
+    wait_for_all(lock, call, [](const loopback_window& w) { return w.opened; });
+    for (int p = 0; p < fabric_->n_pes; ++p) {
+      const loopback_window& theirs = fabric_->windows[p];
+      if (p == pe_ || fabric_->dead(p) || theirs.memory.empty()) continue;
+      mine.views[p] = usable.fn == nullptr || usable.fn(usable.ctx, theirs.memory);
+    }
+    mine.decided = true;
+    fabric_->regions_changed.notify_all();
+    wait_for_all(lock, call, [](const loopback_window& w) { return w.decided; });
+    window_ = mine.memory;
+    return window_;
+  }
+
+  void return_borrowed(int pe, std::uint64_t token) override {
+    check_pe(pe, "loopback_network::return_borrowed");
+    if (self_dead() || fabric_->dead(pe)) return;
+    loopback_endpoint& sender = *fabric_->pes[pe];
+    std::lock_guard lock(sender.mutex);
+    sender.returned.push_back(token);
   }
 
   void put(int pe, const void* local, std::size_t bytes, network_region region, std::uint64_t offset,
@@ -175,18 +227,27 @@ class loopback_network final : public network {
   bool progress() override {
     if (self_dead()) return false;
     std::deque<loopback_message> arrived;
+    std::deque<std::uint64_t> returned;
     {
       loopback_endpoint& me = *fabric_->pes[pe_];
       std::lock_guard lock(me.mutex);
       arrived.swap(me.inbox);
+      returned.swap(me.returned);
     }
-    bool busy = !arrived.empty();
+    bool busy = !arrived.empty() || !returned.empty() || !lent_out_.empty();
+    settle_lent_out(returned);
     for (const loopback_message& m : arrived) {
       const handler_entry& h = handlers_[m.handler];
       if (h.fn == nullptr)
         throw error(errc::internal, "loopback_network::progress",
                     fmt::format("a message from PE {} for handler {}, which has none", m.from, m.handler));
       network_message message{m.from, m.header, m.payload};
+      if (!m.by_reference.empty()) {
+        message.payload = m.by_reference;
+        message.borrowed = m.token;
+        h.fn(h.ctx, message);
+        continue;
+      }
       // A lent buffer costs the fabric a copy here; what it tests is the handler's ownership of it.
       const network_lender& lender = lenders_[m.handler];
       if (lender.lend && !m.payload.empty() && m.payload.size() >= lender.min_bytes) {
@@ -250,6 +311,43 @@ class loopback_network final : public network {
   }
   bool self_dead() const { return fabric_->dead(pe_); }
 
+  bool in_window(std::span<const std::byte> payload) const {
+    return !payload.empty() && !window_.empty() && payload.data() >= window_.data() &&
+           payload.data() + payload.size() <= window_.data() + window_.size();
+  }
+  // Whether PE `pe` kept a view of this PE's window (final once open_payload_window returned).
+  bool viewed_by(int pe) const {
+    std::lock_guard lock(fabric_->mutex);
+    const loopback_window& theirs = fabric_->windows[pe];
+    return theirs.decided && theirs.views[pe_];
+  }
+
+  // Waits (bounded) until every live PE's window satisfies `reached`.
+  template <typename Reached>
+  void wait_for_all(std::unique_lock<std::mutex>& lock, const char* call, Reached reached) {
+    const bool all = fabric_->regions_changed.wait_for(lock, kExposeTimeout, [&] {
+      for (int p = 0; p < fabric_->n_pes; ++p)
+        if (!fabric_->dead(p) && !reached(fabric_->windows[p])) return false;
+      return true;
+    });
+    if (!all) throw error(errc::timeout, call, "not every PE opened its window in time");
+  }
+
+  // Borrowed payloads given back complete their sends; those whose receiver died fail theirs.
+  void settle_lent_out(const std::deque<std::uint64_t>& returned) {
+    for (std::size_t i = 0; i < lent_out_.size();) {
+      const lent_payload& l = lent_out_[i];
+      const bool back = std::find(returned.begin(), returned.end(), l.token) != returned.end();
+      if (back || fabric_->dead(l.to)) {
+        complete(l.done, back ? network_status::ok : network_status::peer_failed);
+        lent_out_[i] = lent_out_.back();
+        lent_out_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+  }
+
   // The address of [offset, +bytes) in PE pe's region, or nullptr if pe is dead.
   std::byte* reach(int pe, network_region region, std::uint64_t offset, std::size_t bytes, const char* call) {
     check_pe(pe, call);
@@ -277,6 +375,14 @@ class loopback_network final : public network {
   std::vector<pending_completion> ready_;  // run at the next progress()
   std::vector<pending_completion> held_;   // reorder_completions: released at random
   std::vector<pending_completion> limbo_;  // issued after this PE died: never complete (canceled at the end)
+  struct lent_payload {
+    std::uint64_t token;
+    int to;
+    network_done done;
+  };
+  std::span<std::byte> window_;         // this PE's payload window, once opened
+  std::vector<lent_payload> lent_out_;  // sends by reference whose payload was not returned yet
+  std::uint64_t next_token_ = 1;
   std::mt19937_64 rng_;
 };
 
@@ -288,6 +394,7 @@ loopback_fabric::loopback_fabric(int n_pes, const loopback_options& options) : s
   state_->options = options;
   for (int p = 0; p < n_pes; ++p) state_->pes.push_back(std::make_unique<loopback_endpoint>());
   state_->regions.resize(n_pes);
+  state_->windows.resize(n_pes);
 }
 
 loopback_fabric::~loopback_fabric() = default;

@@ -38,12 +38,15 @@ struct network_done {
 };
 
 // A message as its handler sees it. Both spans are valid only during the handler call, unless the payload
-// is in a lent buffer (`lent`, see network_lender): then the handler owns that buffer from the call on.
+// is in a lent buffer (`lent`, see network_lender): then the handler owns that buffer from the call on; or
+// it is borrowed (`borrowed` != 0, see open_payload_window): then the payload stays where it is, in the
+// sender's window, until the handler passes the token to network::return_borrowed (exactly once).
 struct network_message {
   int from = -1;
   std::span<const std::byte> header;
   std::span<const std::byte> payload;
-  std::byte* lent = nullptr;  // the payload's buffer when it came from the handler's lender, else null
+  std::byte* lent = nullptr;   // the payload's buffer when it came from the handler's lender, else null
+  std::uint64_t borrowed = 0;  // nonzero: the payload lies in the sender's window, held for this token
 };
 
 // Where large payloads for one handler land: in buffers the receiver lends (its local_memory's pinned
@@ -60,6 +63,13 @@ struct network_lender {
 using network_handler = void (*)(void* ctx, const network_message& message);
 inline constexpr unsigned kNetworkHandlers = 16;  // handler ids are 0 .. kNetworkHandlers - 1
 
+// Asked about each peer's window that this PE mapped (open_payload_window): whether this PE can use the
+// view (a GPU heap registers it with CUDA, so the copy engines read it). A view it refuses stays unused.
+struct payload_view_check {
+  bool (*fn)(void* ctx, std::span<const std::byte> view) = nullptr;
+  void* ctx = nullptr;
+};
+
 enum class memory_kind : std::uint8_t { host, cuda };
 
 // Memory that every PE exposed together (expose() is collective): the same id names each PE's own range.
@@ -71,10 +81,10 @@ struct network_region {
 enum class network_atomic : std::uint8_t { add, bit_and, bit_or, bit_xor, swap, compare_swap };
 
 struct network_capabilities {
-  std::string library;            // e.g. "UCX 1.13.1"
-  std::string transports;         // what the engine uses between these PEs, e.g. "tcp" or "posix,sysv,cma"
-  bool cuda_memory = false;       // expose(memory_kind::cuda) and put/get on GPU memory work directly
-  bool remote_atomics = false;    // atomic() on exposed host memory is a network atomic (else: unsupported)
+  std::string library;          // e.g. "UCX 1.13.1"
+  std::string transports;       // what the engine uses between these PEs, e.g. "tcp" or "posix,sysv,cma"
+  bool cuda_memory = false;     // expose(memory_kind::cuda) and put/get on GPU memory work directly
+  bool remote_atomics = false;  // atomic() on exposed host memory is a network atomic (else: unsupported)
 };
 
 inline constexpr int kNetworkAllPes = -1;
@@ -105,11 +115,24 @@ class network {
   virtual network_region expose(void* base, std::size_t bytes, memory_kind kind) = 0;
   virtual void withdraw(network_region region) = 0;
 
+  // Payload windows, what a NIC's DMA from registered memory is on a real network. Collective over all
+  // PEs: each PE gets `bytes` of host memory from the network and maps every peer's window where the
+  // engine can share memory between the two (UCX: shared-memory transports, ucp_rkey_ptr), keeping the
+  // views `usable` accepts. The result is this PE's window, or empty when the engine has none. From then
+  // on a send whose payload lies in the sender's window, to a PE that kept its view, travels by
+  // reference: only the header crosses, the receiver's handler reads the payload in place
+  // (network_message::borrowed), and the send's `done` runs once the receiver returns it. Call at most
+  // once, before the first send that may use it.
+  virtual std::span<std::byte> open_payload_window(std::size_t bytes, payload_view_check usable) = 0;
+  // Gives a borrowed payload back to PE `pe`, its sender (the token of its network_message).
+  virtual void return_borrowed(int pe, std::uint64_t token) = 0;
+
   // Sends header + payload to handler `handler` of PE `pe` (which may be this PE). Messages from one PE
   // to another arrive in the order they were sent. `done` runs when both buffers may be reused; it says
-  // nothing about delivery (a reply message does that).
-  virtual void send(int pe, std::uint8_t handler, std::span<const std::byte> header,
-                    std::span<const std::byte> payload, network_done done) = 0;
+  // nothing about delivery (a reply message does that), except for a payload that travels by reference
+  // (open_payload_window): then `done` means the receiver has finished reading it.
+  virtual void send(int pe, std::uint8_t handler, std::span<const std::byte> header, std::span<const std::byte> payload,
+                    network_done done) = 0;
 
   // One-sided, on an exposed region of PE `pe`, at byte `offset` from its base. `done` runs when: put:
   // `local` may be reused (the data may not be visible at the target yet: flush says when it is); get:

@@ -114,7 +114,8 @@ void proxy_engine_core::check() const {
 proxy_engine_counters proxy_engine_core::counters() const noexcept {
   return {n_requests_.load(std::memory_order_relaxed), n_sent_.load(std::memory_order_relaxed),
           n_chunks_.load(std::memory_order_relaxed), n_served_.load(std::memory_order_relaxed),
-          n_pings_.load(std::memory_order_relaxed)};
+          n_pings_.load(std::memory_order_relaxed),
+          n_borrowed_.load(std::memory_order_relaxed)};
 }
 
 void proxy_engine_core::detach() {
@@ -184,8 +185,8 @@ void proxy_engine_core::dispatch(const proxy_request& r) {
   proxy_peer& peer = peers_[r.pe];
   if (peer.queue.empty()) ready_.push_back(r.pe);
   if (data && r.size != 0)
-    peer.queue.push_back({seq, r.op == proxy_op::get ? proxy_wire_kind::get_request : proxy_wire_kind::put_data, 0,
-                          r.size});
+    peer.queue.push_back(
+        {seq, r.op == proxy_op::get ? proxy_wire_kind::get_request : proxy_wire_kind::put_data, 0, r.size});
   if (signal) peer.queue.push_back({seq, proxy_wire_kind::signal});
   if (r.op == proxy_op::atomic) peer.queue.push_back({seq, proxy_wire_kind::atomic});
 }
@@ -262,13 +263,14 @@ void proxy_engine_core::finish(std::uint64_t sequence) { finished_.push_back(seq
 // The batch's flush begins now and the loop goes on: copies of this batch overlap the network work of the
 // next passes. Batches are released in order, so messages to a peer still leave in ticket order.
 bool proxy_engine_core::settle() {
-  const bool any = !staged_.empty() || !finished_.empty() || !held_lent_.empty();
+  const bool any = !staged_.empty() || !finished_.empty() || !held_lent_.empty() || !held_borrowed_.empty();
   if (any) {
     proxy_batch& b = flushing_.emplace_back();
     b.ticket = memory_.flush_begin();
     b.staged.swap(staged_);
     b.finished.swap(finished_);
     b.lent.swap(held_lent_);
+    b.borrowed.swap(held_borrowed_);
   }
   while (!flushing_.empty() && memory_.flushed(flushing_.front().ticket)) {
     release(flushing_.front());
@@ -287,9 +289,10 @@ bool proxy_engine_core::settle() {
 
 // After the batch's flush: put data read for our messages, peers' puts, gets and atomics applied here and
 // get data written for our own gets are all complete (local_memory's contract), so lent payloads that
-// arrived go back, replies and requests go out, and finished requests complete.
+// arrived go back (borrowed ones to their senders), replies and requests go out, and finished requests complete.
 void proxy_engine_core::release(proxy_batch& batch) {
   for (std::byte* buffer : batch.lent) memory_.give_back(buffer);
+  for (const proxy_borrowed& b : batch.borrowed) net_.return_borrowed(b.from, b.token);
   for (std::unique_ptr<proxy_outgoing>& out : batch.staged) {
     if (peers_[out->pe].dead) continue;
     const std::span<const std::byte> payload(out->payload, out->payload_bytes);
@@ -328,8 +331,8 @@ void proxy_engine_core::probe() {
 
 // ---- proxy_engine ----
 
-proxy_engine::proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory,
-                           const proxy_limits& limits, const proxy_engine_options& options)
+proxy_engine::proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory, const proxy_limits& limits,
+                           const proxy_engine_options& options)
     : core_(std::make_unique<proxy_engine_core>(ring, net, memory, limits, options)) {}
 
 proxy_engine::~proxy_engine() {

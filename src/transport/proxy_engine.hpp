@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
+#include "shoal/detail/proxy_ring.hpp"
 #include "shoal/error.hpp"
 #include "transport/local_memory.hpp"
 #include "transport/network.hpp"
-#include "shoal/detail/proxy_ring.hpp"
 
 namespace shoal::detail {
 
@@ -37,11 +37,12 @@ struct proxy_engine_options {
 
 // Counters for tests and diagnostics (read while running: each is exact, the set is not a snapshot).
 struct proxy_engine_counters {
-  std::uint64_t requests = 0;        // ring requests consumed
-  std::uint64_t messages_sent = 0;   // request and reply messages, pings included
-  std::uint64_t data_chunks = 0;     // put_data and get_request messages sent by this PE as initiator
-  std::uint64_t served = 0;          // request messages from peers (and itself) applied to this PE's memory
+  std::uint64_t requests = 0;       // ring requests consumed
+  std::uint64_t messages_sent = 0;  // request and reply messages, pings included
+  std::uint64_t data_chunks = 0;    // put_data and get_request messages sent by this PE as initiator
+  std::uint64_t served = 0;         // request messages from peers (and itself) applied to this PE's memory
   std::uint64_t pings = 0;
+  std::uint64_t borrowed = 0;  // payloads that arrived by reference, read in place in the sender's window
 };
 
 class proxy_engine_core;

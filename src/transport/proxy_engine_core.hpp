@@ -74,11 +74,19 @@ struct proxy_send_item {
 
 // One pass of the loop's work that waits for its local flush (local_memory::flush_begin): once flushed,
 // its lent payloads go back, its messages are sent and its requests complete, in that order.
+// A payload read in place from a peer's window (network_message::borrowed), returned after the flush
+// that completes its write.
+struct proxy_borrowed {
+  int from = -1;
+  std::uint64_t token = 0;
+};
+
 struct proxy_batch {
   std::uint64_t ticket = 0;
   std::vector<std::unique_ptr<proxy_outgoing>> staged;
   std::vector<std::uint64_t> finished;
   std::vector<std::byte*> lent;
+  std::vector<proxy_borrowed> borrowed;
 };
 
 struct proxy_peer {
@@ -112,11 +120,11 @@ class proxy_engine_core {
   static void give_back(void* ctx, std::byte* buffer);
 
  private:
-  bool consume();                      // ring -> pending requests and send items
+  bool consume();  // ring -> pending requests and send items
   void dispatch(const proxy_request& r);
-  bool pump();                         // send items -> staged outgoing messages, as windows allow
-  bool settle();                       // flush this pass's batch; release the batches whose flush completed
-  void release(proxy_batch& batch);    // send, give back and complete what waited for the batch's flush
+  bool pump();                       // send items -> staged outgoing messages, as windows allow
+  bool settle();                     // flush this pass's batch; release the batches whose flush completed
+  void release(proxy_batch& batch);  // send, give back and complete what waited for the batch's flush
   void probe();
   void serve(const network_message& m, const proxy_wire_header& h);  // a peer's request
   void reply(const network_message& m, const proxy_wire_header& h);  // a reply to one of ours
@@ -142,6 +150,8 @@ class proxy_engine_core {
   std::vector<std::unique_ptr<proxy_outgoing>> staged_;  // sent in this order after the next flush
   std::vector<std::uint64_t> finished_;                  // completed in the ring after the next flush
   std::vector<std::byte*> held_lent_;                    // payloads that arrived lent: given back after the next flush
+  std::vector<proxy_borrowed> held_borrowed_;            // payloads read in peers' windows: returned after it
+  void hold(const network_message& m);                   // the message's lent or borrowed payload, if any
   std::deque<proxy_batch> flushing_;                     // batches whose flush has begun, oldest first
   std::deque<std::uint64_t> quiets_;                     // quiet tickets, completed once all before them are
   std::uint64_t awaiting_ = 0;                           // sum of peers_[*].awaiting
@@ -152,7 +162,8 @@ class proxy_engine_core {
   std::atomic<bool> failed_{false};
   std::optional<error> failure_;
 
-  std::atomic<std::uint64_t> n_requests_{0}, n_sent_{0}, n_chunks_{0}, n_served_{0}, n_pings_{0};
+  std::atomic<std::uint64_t> n_requests_{0}, n_sent_{0}, n_chunks_{0}, n_served_{0}, n_pings_{0},
+      n_borrowed_{0};
 };
 
 }  // namespace shoal::detail

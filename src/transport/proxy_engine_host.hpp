@@ -9,8 +9,8 @@
 #include <string_view>
 #include <thread>
 
-#include "shoal/error.hpp"
 #include "shoal/detail/proxy_ring.hpp"
+#include "shoal/error.hpp"
 
 namespace shoal::detail {
 

@@ -54,19 +54,27 @@ bool proxy_engine_core::accept(const network_message& m, bool request, proxy_wir
   return true;
 }
 
-// A lent payload was written out by local_memory calls that complete at the next flush: it is held until
-// then (settle()), whatever became of the message.
+// A lent or borrowed payload was written out by local_memory calls that complete at the next flush: it
+// is held until then (settle()), whatever became of the message.
+void proxy_engine_core::hold(const network_message& m) {
+  if (m.lent) held_lent_.push_back(m.lent);
+  if (m.borrowed != 0) {
+    held_borrowed_.push_back({m.from, m.borrowed});
+    count(n_borrowed_);
+  }
+}
+
 void proxy_engine_core::on_request_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
-  if (m.lent) core->held_lent_.push_back(m.lent);
+  core->hold(m);
   if (core->accept(m, true, h)) core->serve(m, h);
 }
 
 void proxy_engine_core::on_reply_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
   proxy_wire_header h;
-  if (m.lent) core->held_lent_.push_back(m.lent);
+  core->hold(m);
   if (core->accept(m, false, h)) core->reply(m, h);
 }
 
@@ -116,8 +124,8 @@ void proxy_engine_core::reply(const network_message& m, const proxy_wire_header&
   if (!p.active || r.sequence != h.request || r.pe != m.from)
     return bad_message(m.from, "reply to no outstanding request of this PE to it");
   proxy_peer& peer = peers_[m.from];
-  const bool fits = h.chunk_offset <= r.size && h.bytes <= r.size - h.chunk_offset &&
-                    h.bytes <= options_.chunk_bytes && h.bytes <= peer.window_bytes;
+  const bool fits = h.chunk_offset <= r.size && h.bytes <= r.size - h.chunk_offset && h.bytes <= options_.chunk_bytes &&
+                    h.bytes <= peer.window_bytes;
   bool ok = false;
   switch (h.kind) {
     case proxy_wire_kind::ack:
@@ -128,8 +136,9 @@ void proxy_engine_core::reply(const network_message& m, const proxy_wire_header&
       break;
     case proxy_wire_kind::get_data:
       ok = fits && r.op == proxy_op::get && h.bytes != 0;
-      if (ok) memory_.write(local_ref{r.local + h.chunk_offset, r.local_is_address, r.local_is_host}, m.payload.data(),
-                            h.bytes);
+      if (ok)
+        memory_.write(local_ref{r.local + h.chunk_offset, r.local_is_address, r.local_is_host}, m.payload.data(),
+                      h.bytes);
       break;
     case proxy_wire_kind::atomic_result:
       ok = r.op == proxy_op::atomic;
@@ -152,10 +161,10 @@ void proxy_engine_core::on_sent(void* ctx, network_status status, std::uint64_t)
   if (core == nullptr || status == network_status::ok) return;
   const proxy_wire_header& h = out->header;
   const bool ours = proxy_wire_is_request(h.kind);
-  std::string what = ours ? (h.kind == proxy_wire_kind::ping ? std::string("a ping")
-                                                              : fmt::format("{} of request {}", kind_name(h.kind),
-                                                                            h.request))
-                          : fmt::format("{} for its request {}", kind_name(h.kind), h.request);
+  std::string what =
+      ours ? (h.kind == proxy_wire_kind::ping ? std::string("a ping")
+                                              : fmt::format("{} of request {}", kind_name(h.kind), h.request))
+           : fmt::format("{} for its request {}", kind_name(h.kind), h.request);
   if (status == network_status::peer_failed)
     core->fail(errc::peer_failure, out->pe, std::nullopt,
                fmt::format("PE {} failed: {} to it did not go through", out->pe, what));

@@ -100,10 +100,13 @@ INSTANTIATE_TEST_SUITE_P(Pes, ProxyEngineMix,
 // Default 1 MiB chunks: puts and gets of several MiB at odd sizes and offsets, heap and address buffers,
 // between two PEs and to the PE itself. The chunk count is part of the check. With lent payload buffers
 // (fewer than a window's worth in both directions, so some payloads fall back to ordinary memory), every
-// buffer must also come back; with deferred flushes, several batches wait for theirs at once.
+// buffer must also come back; with deferred flushes, several batches wait for theirs at once; with payload
+// windows, payloads between the two PEs travel by reference (read in the sender's window) and every one
+// of them is returned.
 struct large_transfer_case {
   std::size_t lend_slots;
   bool deferred_flushes;
+  bool windows = false;
 };
 class LargeTransfers : public ::testing::TestWithParam<large_transfer_case> {};
 
@@ -111,7 +114,7 @@ TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   constexpr std::uint64_t kHeap = 24ull << 20;
   const std::size_t lend_slots = GetParam().lend_slots;
   engine_job job({.n_pes = 2, .heap_bytes = kHeap, .lend_slots = lend_slots,
-                  .deferred_flushes = GetParam().deferred_flushes, .seed = 5});
+                  .deferred_flushes = GetParam().deferred_flushes, .windows = GetParam().windows, .seed = 5});
   job.start();
   std::mt19937_64 rng(99);
   struct transfer {
@@ -157,15 +160,18 @@ TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
     if (lend_slots != 0) {
       EXPECT_GT(job[pe].memory->lends(), 0u) << "PE " << pe;
     }
+    // PE 0's puts reach PE 1 by reference, and PE 1's get replies reach PE 0 so.
+    EXPECT_EQ(job[pe].engine->counters().borrowed > 0, GetParam().windows) << "PE " << pe;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers,
                          ::testing::Values(large_transfer_case{0, false}, large_transfer_case{6, false},
-                                           large_transfer_case{6, true}),
+                                           large_transfer_case{6, true}, large_transfer_case{6, true, true}),
                          [](const auto& info) {
                            return std::string(info.param.lend_slots == 0 ? "OwnMemory" : "LentBuffers") +
-                                  (info.param.deferred_flushes ? "DeferredFlushes" : "");
+                                  (info.param.deferred_flushes ? "DeferredFlushes" : "") +
+                                  (info.param.windows ? "Windows" : "");
                          });
 
 // ---- put_signal order ----

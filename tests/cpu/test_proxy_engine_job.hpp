@@ -10,6 +10,8 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "transport/local_memory.hpp"
@@ -35,6 +37,7 @@ struct job_options {
   proxy_engine_options engine{};
   std::size_t lend_slots = 0;     // payload buffers each PE's memory lends (of engine.chunk_bytes each)
   bool deferred_flushes = false;  // each PE's memory completes flushes late (host_memory_knobs)
+  bool windows = false;           // the lent buffers live in network payload windows (open_payload_windows)
   std::uint64_t seed = 1;
 };
 
@@ -75,6 +78,19 @@ inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64
   return pe;
 }
 
+// What the runtime does (host/proxy_runtime.cpp): open the network's payload window of o.lend_slots chunks,
+// lend from it, adopt the peers' views. Collective over the job's networks.
+inline void open_payload_windows(job_pe& pe, const job_options& o) {
+  const payload_view_check adopt{.fn = [](void* ctx, std::span<const std::byte> view) {
+                                   return static_cast<local_memory*>(ctx)->adopt_peer_window(view);
+                                 },
+                                 .ctx = pe.memory.get()};
+  const std::span<std::byte> window = pe.net->open_payload_window(o.lend_slots * o.engine.chunk_bytes, adopt);
+  if (!window.empty()) {
+    EXPECT_TRUE(pe.memory->lend_from(window));
+  }
+}
+
 class engine_job {
  public:
   explicit engine_job(const job_options& o) : options(o), fabric(o.n_pes, o.network) {
@@ -83,10 +99,15 @@ class engine_job {
     for (int p = 0; p < o.n_pes; ++p) {
       auto pe = make_job_pe(o, rng);
       pe->net = fabric.connect(p);
-      if (p < engines)
-        pe->engine = std::make_unique<proxy_engine>(pe->ring, *pe->net, *pe->memory, limits(), o.engine);
       pes.push_back(std::move(pe));
     }
+    if (o.windows) {  // collective: one thread per PE
+      std::vector<std::thread> openers;
+      for (auto& pe : pes) openers.emplace_back([&o, &pe] { open_payload_windows(*pe, o); });
+      for (std::thread& t : openers) t.join();
+    }
+    for (int p = 0; p < engines; ++p)
+      pes[p]->engine = std::make_unique<proxy_engine>(pes[p]->ring, *pes[p]->net, *pes[p]->memory, limits(), o.engine);
   }
 
   proxy_limits limits() const {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -223,6 +224,88 @@ TEST(LoopbackNetwork, OneSidedOperationsOnExposedMemoryAndAKilledPe) {
   threads.clear();
   for (int p = 0; p < 2; ++p) threads.emplace_back([&, p] { nets[p]->expose(memory[p].data(), 64, memory_kind::host); });
   for (auto& t : threads) t.join();
+}
+
+// Payload windows: a payload in the sender's window reaches a PE that kept a view of it by reference (the
+// handler reads the sender's own bytes, and the send completes only once the payload is returned); a PE
+// that refused the view, and a payload outside the window, get a copy and complete at once; a receiver
+// that dies holding a borrowed payload fails the send.
+TEST(LoopbackNetwork, PayloadWindowsLendByReferenceUntilReturned) {
+  loopback_fabric fabric(3);
+  std::unique_ptr<network> nets[3] = {fabric.connect(0), fabric.connect(1), fabric.connect(2)};
+  std::span<std::byte> windows[3];
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 3; ++p)
+    threads.emplace_back([&, p] {
+      // PE 2 refuses every view; PE 1 keeps them.
+      const payload_view_check check{.fn = [](void* ctx, std::span<const std::byte>) { return ctx != nullptr; },
+                                     .ctx = p == 2 ? nullptr : &fabric};
+      windows[p] = nets[p]->open_payload_window(4096, check);
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(windows[0].size(), 4096u);
+  std::mt19937_64 rng(3);
+  for (std::byte& b : windows[0]) b = static_cast<std::byte>(rng());
+
+  struct seen {
+    // Borrowed payloads stay valid (the windows outlive the test); of copied ones only the address is used.
+    std::vector<network_message> messages;
+  } at[3];
+  for (int p = 1; p < 3; ++p)
+    nets[p]->on_message(
+        2, [](void* ctx, const network_message& m) { static_cast<seen*>(ctx)->messages.push_back(m); }, &at[p]);
+  int done = 0;
+  network_status last = network_status::ok;
+  struct tally {
+    int* done;
+    network_status* last;
+  } t{&done, &last};
+  const network_done note{[](void* ctx, network_status s, std::uint64_t) {
+                            auto* c = static_cast<tally*>(ctx);
+                            ++*c->done;
+                            *c->last = s;
+                          },
+                          &t};
+
+  const std::span<const std::byte> in_window = windows[0].subspan(100, 1000);
+  nets[0]->send(1, 2, {}, in_window, note);
+  nets[1]->progress();
+  ASSERT_EQ(at[1].messages.size(), 1u);
+  const network_message& m = at[1].messages[0];
+  EXPECT_NE(m.borrowed, 0u);
+  EXPECT_EQ(m.payload.data(), in_window.data()) << "read in place, not copied";
+  EXPECT_EQ(m.payload.size(), in_window.size());
+  nets[0]->progress();
+  EXPECT_EQ(done, 0) << "the send completed before its payload was returned";
+  nets[1]->return_borrowed(0, m.borrowed);
+  nets[0]->progress();
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(last, network_status::ok);
+
+  // PE 2 refused the view, and this payload is not in the window: copies, complete at once.
+  const std::vector<std::byte> outside(in_window.begin(), in_window.end());
+  nets[0]->send(2, 2, {}, in_window, note);
+  nets[0]->send(1, 2, {}, outside, note);
+  nets[0]->progress();
+  EXPECT_EQ(done, 3);
+  nets[1]->progress();
+  nets[2]->progress();
+  ASSERT_EQ(at[2].messages.size(), 1u);
+  ASSERT_EQ(at[1].messages.size(), 2u);
+  for (const network_message& copy : {at[2].messages[0], at[1].messages[1]}) {
+    EXPECT_EQ(copy.borrowed, 0u);
+    EXPECT_NE(copy.payload.data(), in_window.data());
+  }
+
+  // A receiver that dies holding a borrowed payload: the send fails.
+  nets[0]->send(1, 2, {}, in_window, note);
+  nets[1]->progress();
+  ASSERT_EQ(at[1].messages.size(), 3u);
+  EXPECT_NE(at[1].messages[2].borrowed, 0u);
+  fabric.kill(1);
+  nets[0]->progress();
+  EXPECT_EQ(done, 4);
+  EXPECT_EQ(last, network_status::peer_failed);
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ class ucx_engine_job {
     std::mt19937_64 rng(heap_seed(o, boot.pe()));
     pe_ = engine_test::make_job_pe(o, rng);
     pe_->net = make_ucx_network(boot);
+    if (o.windows) engine_test::open_payload_windows(*pe_, o);
     pe_->engine = std::make_unique<proxy_engine>(pe_->ring, *pe_->net, *pe_->memory, limits(), o.engine);
   }
   ~ucx_engine_job() {
@@ -234,9 +235,13 @@ std::uint64_t big_offset(int from, int block) {
 TEST_F(ProxyOverUcx, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
   const int n = boot().n_pes();
   // Payloads travel in lent buffers where a few are free (UCX receives rendezvous data straight into
-  // them), in the network's own memory where none is.
-  ucx_engine_job job(boot(),
-                     {.n_pes = n, .heap_bytes = kBigSource + kBigGetArea + n * kBigSlot, .lend_slots = 6, .seed = 22});
+  // them), in the network's own memory where none is. The lent buffers are in payload windows: over
+  // shared memory every peer reads them in place (by reference); over TCP none can.
+  ucx_engine_job job(boot(), {.n_pes = n,
+                              .heap_bytes = kBigSource + kBigGetArea + n * kBigSlot,
+                              .lend_slots = 6,
+                              .windows = true,
+                              .seed = 22});
   job.start();
   job_pe& me = job.me();
   const std::uint64_t heap_source = 1;  // odd heap offsets for the heap-buffer block
@@ -283,8 +288,14 @@ TEST_F(ProxyOverUcx, LargeTransfersSpanManyChunksAtOddSizesAndOffsets) {
       EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()))
           << "block " << block << " from PE " << p << ": first difference at byte " << first_difference(got, want);
     }
+  const std::string transports = me.net->capabilities().transports;
+  const bool shared_memory = transports.find("sysv") != std::string::npos || transports.find("posix") != std::string::npos;
+  const std::uint64_t borrowed = job.engine().counters().borrowed;
   job.finish();
   EXPECT_GT(me.memory->lends(), 0u) << "no payload travelled in a lent buffer";
+  if (n > 1) {
+    EXPECT_EQ(borrowed > 0, shared_memory) << borrowed << " payloads read in place over " << transports;
+  }
 }
 
 // ---- put_signal order ----

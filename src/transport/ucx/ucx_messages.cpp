@@ -3,6 +3,7 @@
 // lands after eager messages sent later; several lanes may race), and the contract promises FIFO.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -37,6 +38,23 @@ void ucx_network::send(int pe, std::uint8_t handler, std::span<const std::byte> 
   w.from = static_cast<std::uint32_t>(pe_);
   w.header_bytes = static_cast<std::uint32_t>(header.size());
   w.handler = handler;
+  const std::size_t by_reference_bytes = sizeof w + sizeof(window_ref) + header.size();
+  if (pe != pe_ && p.views_my_window && in_window(payload) &&
+      by_reference_bytes <= std::min(max_am_header_, op::kInlineHeader)) {
+    // Only the headers cross; the receiver reads the payload in our window and returns it (kReturnAm).
+    w.flags = kPayloadInWindow;
+    const window_ref ref{.offset = static_cast<std::uint64_t>(payload.data() - window_.data()),
+                         .bytes = payload.size(),
+                         .token = next_token_++};
+    std::memcpy(o->inline_header, &w, sizeof w);
+    std::memcpy(o->inline_header + sizeof w, &ref, sizeof ref);
+    if (!header.empty()) std::memcpy(o->inline_header + sizeof w + sizeof ref, header.data(), header.size());
+    o->pending = 2;  // the message's send, and the payload's return
+    lent_out_.emplace(ref.token, o);
+    ucp_request_param_t rp = request_param(o);
+    issued(o, ucp_am_send_nbx(p.ep, kMessageAm, o->inline_header, by_reference_bytes, nullptr, 0, &rp));
+    return;
+  }
   const std::size_t framed = sizeof w + header.size();
   const void* ucp_header = o->inline_header;
   std::size_t ucp_header_bytes = framed;
@@ -85,6 +103,7 @@ void ucx_network::message_arrived(const void* header, std::size_t header_bytes, 
   m->handler = w.handler;
   m->seq = w.seq;
   const auto* h = static_cast<const std::byte*>(header);
+  if (w.flags & kPayloadInWindow) return borrow_payload(m, h + sizeof w, header_bytes - sizeof w);
   m->header.assign(h + sizeof w, h + header_bytes);
   m->data_header_bytes = (w.flags & kHeaderInData) ? w.header_bytes : 0;
   const network_lender& lender = lenders_[w.handler];
@@ -115,6 +134,26 @@ void ucx_network::message_arrived(const void* header, std::size_t header_bytes, 
     else
       m->data.assign(d, d + bytes);
     m->ready = true;
+  }
+  hold(m);
+}
+
+// A message whose payload stays in its sender's window: `rest` is its window_ref and the user's header.
+// A reference outside the window this PE mapped is not read: the message is lost (and logged at
+// delivery), its payload returned.
+void ucx_network::borrow_payload(inbound* m, const std::byte* rest, std::size_t rest_bytes) {
+  window_ref ref{};
+  if (rest_bytes >= sizeof ref) std::memcpy(&ref, rest, sizeof ref);
+  const std::span<const std::byte> view = peers_[static_cast<std::size_t>(m->from)].window_view;
+  m->token = ref.token;
+  m->ready = true;
+  if (rest_bytes < sizeof ref || ref.offset > view.size() || ref.bytes > view.size() - ref.offset) {
+    SHOAL_LOG_ERROR(transport, "UCX: a message from PE {} refers to [{}, +{}) of a {}-byte window it cannot be read in",
+                    m->from, ref.offset, ref.bytes, view.size());
+    m->failed = true;
+  } else {
+    m->borrowed = view.subspan(ref.offset, ref.bytes);
+    m->header.assign(rest + sizeof ref, rest + rest_bytes);
   }
   hold(m);
 }
@@ -158,7 +197,11 @@ void ucx_network::deliver(inbound* m) {
                 fmt::format("a message from PE {} for handler {}, which nobody installed", m->from, m->handler));
   network_message message{.from = m->from};
   const std::span<const std::byte> data(m->data);
-  if (m->lent) {  // the handler owns the buffer from here on
+  if (m->token != 0) {  // the handler returns it (network::return_borrowed)
+    message.header = m->header;
+    message.payload = m->borrowed;
+    message.borrowed = std::exchange(m->token, 0);
+  } else if (m->lent) {  // the handler owns the buffer from here on
     message.header = m->header;
     message.payload = {m->lent, m->lent_bytes};
     message.lent = std::exchange(m->lent, nullptr);
@@ -191,6 +234,8 @@ void ucx_network::release_inbound(inbound* m) noexcept {
     if (lender.give_back) lender.give_back(lender.ctx, m->lent);
     m->lent = nullptr;
   }
+  if (m->token != 0) return_borrowed(m->from, std::exchange(m->token, 0));  // never delivered
+  m->borrowed = {};
   m->header.clear();
   m->data.clear();
   if (m->data.capacity() > kKeptCapacity) m->data.shrink_to_fit();

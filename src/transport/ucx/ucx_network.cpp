@@ -42,6 +42,12 @@ ucs_status_t hello_cb(void* arg, const void* header, std::size_t header_bytes, v
   return UCS_OK;
 }
 
+ucs_status_t return_cb(void* arg, const void* header, std::size_t header_bytes, void* /*data*/, std::size_t /*bytes*/,
+                       const ucp_am_recv_param_t* /*param*/) {
+  static_cast<ucx_network*>(arg)->payload_returned(header, header_bytes);
+  return UCS_OK;
+}
+
 ucs_status_t message_cb(void* arg, const void* header, std::size_t header_bytes, void* data, std::size_t bytes,
                         const ucp_am_recv_param_t* param) {
   static_cast<ucx_network*>(arg)->message_arrived(header, header_bytes, data, bytes, param);
@@ -131,6 +137,7 @@ void ucx_network::start(bootstrap& /*boot*/) {
 
   set_handler(worker_, kMessageAm, message_cb, this);
   set_handler(worker_, kHelloAm, hello_cb, this);
+  set_handler(worker_, kReturnAm, return_cb, this);
   peers_.resize(static_cast<std::size_t>(n_pes_));
   for (int p = 0; p < n_pes_; ++p) {
     peers_[p].net = this;

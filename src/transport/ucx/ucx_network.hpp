@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,9 +35,11 @@ inline double now_s() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// The only active-message ids this engine registers: user messages and the connection handshake.
+// The only active-message ids this engine registers: user messages, the connection handshake, and the
+// return of payloads borrowed from a sender's window.
 inline constexpr unsigned kMessageAm = 0;
 inline constexpr unsigned kHelloAm = 1;
+inline constexpr unsigned kReturnAm = 2;
 
 // Framing in front of the user's header in every message. `seq` counts the messages from `from` to the
 // receiver, from 0, so the receiver can deliver them in the order they were sent whatever order UCP
@@ -53,6 +56,15 @@ struct wire_header {
 };
 static_assert(sizeof(wire_header) == 24);
 inline constexpr std::uint8_t kHeaderInData = 1;
+// With kPayloadInWindow a window_ref follows the wire_header (before the user's header) and the message
+// carries no data: the payload lies in the sender's window (open_payload_window), where the receiver reads
+// it, and goes back with `token` in a kReturnAm message.
+inline constexpr std::uint8_t kPayloadInWindow = 2;
+struct window_ref {
+  std::uint64_t offset;  // from the start of the sender's window
+  std::uint64_t bytes;
+  std::uint64_t token;
+};
 
 enum class op_kind : std::uint8_t { send, put, get, atomic, flush, close };
 
@@ -91,6 +103,8 @@ struct inbound {
   std::size_t data_header_bytes = 0;
   std::byte* lent = nullptr;  // the payload's buffer, from the handler's lender (then `data` is unused)
   std::size_t lent_bytes = 0;
+  std::span<const std::byte> borrowed;  // the payload in the sender's window (then `data` is unused)
+  std::uint64_t token = 0;              // ... returned with this token (0: nothing borrowed)
   ucx_network* net = nullptr;
 };
 
@@ -105,6 +119,11 @@ struct peer {
   std::uint64_t next_send_seq = 0;
   std::uint64_t next_recv_seq = 0;
   std::map<std::uint64_t, inbound*> held;  // arrived early or still receiving, by seq
+  // Payload windows: this PE's view of the peer's window (empty if none), the rkey that maps it, and
+  // whether the peer reads this PE's window in place (so sends from it travel by reference).
+  std::span<const std::byte> window_view;
+  ucp_rkey_h window_rkey = nullptr;
+  bool views_my_window = false;
 };
 
 struct region_state {
@@ -150,6 +169,9 @@ class ucx_network final : public network {
                        const ucp_am_recv_param_t* param);
   void hello_arrived(const void* header, std::size_t header_bytes);
   void rendezvous_done(inbound* m, ucs_status_t status);
+  void payload_returned(const void* header, std::size_t header_bytes);
+  std::span<std::byte> open_payload_window(std::size_t bytes, payload_view_check usable) override;
+  void return_borrowed(int pe, std::uint64_t token) override;
 
  private:
   struct completion {
@@ -183,6 +205,7 @@ class ucx_network final : public network {
 
   inbound* take_inbound();
   void release_inbound(inbound* m) noexcept;
+  void borrow_payload(inbound* m, const std::byte* rest, std::size_t rest_bytes);
   void hold(inbound* m);
   void deliver(inbound* m);
 
@@ -214,6 +237,18 @@ class ucx_network final : public network {
   bool reap_due_ = false;  // some peer failed and operations to it may still be out
   std::vector<std::unique_ptr<inbound>> inbound_all_;
   std::vector<inbound*> free_inbound_;
+
+  // This PE's payload window (ucp_mem_map with UCP_MEM_MAP_ALLOCATE: memory that the shared-memory
+  // transports let peers map), and the sends by reference whose payload is not back yet, by token.
+  ucp_mem_h window_memh_ = nullptr;
+  std::span<std::byte> window_;
+  std::map<std::uint64_t, op*> lent_out_;
+  std::uint64_t next_token_ = 1;
+  bool in_window(std::span<const std::byte> payload) const noexcept {
+    return !payload.empty() && !window_.empty() && payload.data() >= window_.data() &&
+           payload.data() + payload.size() <= window_.data() + window_.size();
+  }
+  void close_payload_window() noexcept;
 
   std::deque<completion> completions_;  // due, run by progress()
   std::deque<inbound*> ready_;          // in order, run by progress()

@@ -63,6 +63,7 @@ void ucx_network::shutdown(double budget_s) noexcept {
     for (region_state& r : regions_)
       for (ucp_rkey_h& k : r.rkey)
         if (k) ucp_rkey_destroy(std::exchange(k, nullptr));
+    close_payload_window();
 
     for (peer& p : peers_) {
       if (!p.ep) continue;
