@@ -3,8 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <span>
 
+#include "base/config.hpp"
 #include "base/log.hpp"
 #include "host/cuda_check.hpp"
 #include "transport/cuda_local_memory.hpp"
@@ -43,7 +45,8 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
   SHOAL_CUDA_CHECK(cudaMemcpy(channel_, &channel, sizeof(channel), cudaMemcpyHostToDevice));
 
   const proxy_limits limits{.n_pes = boot.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
-  engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits);
+  const proxy_engine_options options{.lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1)};
+  engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits, options);
   boot.barrier();  // every engine's handlers are installed before any PE's engine sends
   engine_->start();
   SHOAL_LOG_INFO(base, "proxy started: {}", describe());

@@ -47,7 +47,7 @@ proxy_engine_core::proxy_engine_core(const proxy_ring_view& ring, network& net, 
     throw error(errc::invalid_argument, call, "chunk_bytes and poll_batch must be positive");
   net_.on_message(kProxyRequestHandler, &on_request_message, this);
   net_.on_message(kProxyReplyHandler, &on_reply_message, this);
-  const network_lender lender{.lend = &lend, .give_back = &give_back, .ctx = this, .min_bytes = kProxyLendMinBytes};
+  const network_lender lender{.lend = &lend, .give_back = &give_back, .ctx = this, .min_bytes = options.lend_min_bytes};
   net_.lend_payloads(kProxyRequestHandler, lender);
   net_.lend_payloads(kProxyReplyHandler, lender);
 }
@@ -200,7 +200,7 @@ proxy_outgoing* proxy_engine_core::stage(int pe, std::uint8_t handler, const pro
   out->pe = pe;
   out->handler = handler;
   out->header = h;
-  if (payload_bytes >= kProxyLendMinBytes && (out->payload = memory_.lend(payload_bytes)) != nullptr)
+  if (payload_bytes >= options_.lend_min_bytes && (out->payload = memory_.lend(payload_bytes)) != nullptr)
     out->lender = &memory_;
   else if (payload_bytes != 0)
     out->payload = new std::byte[payload_bytes];

@@ -26,10 +26,16 @@ inline constexpr std::uint64_t kProxyChunkBytes = std::uint64_t{1} << 20;
 // for but not received. Four chunks keep a link busy while bounding the target's staging memory.
 inline constexpr std::uint64_t kProxyPeerWindowBytes = 4 * kProxyChunkBytes;
 
+// Payloads of at least this many bytes travel in buffers lent by the local memory (local_memory::lend),
+// both ways: a GPU heap's copy engines then fill and drain them directly, without staging copies (and
+// across a payload window, by reference). Smaller ones (signals, atomics, small puts) go by copy.
+inline constexpr std::uint64_t kProxyLendMinBytes = std::uint64_t{32} << 10;
+
 struct proxy_engine_options {
   std::uint64_t chunk_bytes = kProxyChunkBytes;             // > 0; tests use small chunks to make many
   std::uint64_t peer_window_bytes = kProxyPeerWindowBytes;  // one chunk is always allowed
   std::uint32_t poll_batch = 64;                            // descriptors taken from the ring per pass
+  std::uint64_t lend_min_bytes = kProxyLendMinBytes;        // smallest payload in a lent buffer
   // While replies from a peer are awaited and nothing arrived from it for this long, the engine sends it a
   // ping: a dead peer then fails that send (network_status::peer_failed) instead of leaving a silent hang.
   std::chrono::milliseconds probe_interval{100};

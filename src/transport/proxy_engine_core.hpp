@@ -48,10 +48,6 @@ struct proxy_outgoing {
   }
 };
 
-// Payloads of at least this many bytes travel in buffers lent by the local memory (local_memory::lend),
-// both ways: a GPU heap's copy engines then fill and drain them directly, without staging copies. Smaller
-// ones (signals, atomics, small puts) are not worth a lent buffer.
-inline constexpr std::size_t kProxyLendMinBytes = std::size_t{32} << 10;
 
 // A request consumed from the ring and not yet complete, in requests_[sequence & (window - 1)]: the ring
 // never has more than `window` of them, so the index is unique.
