@@ -63,6 +63,7 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   std::uint64_t share = kStreamShare, bytes = total_bytes;
   if (algo == algorithm::ll) share = std::min<std::uint64_t>(t.ll_bytes / 2, kLLShare), bytes = block_bytes;
   if (algo == algorithm::one_shot) share = std::min<std::uint64_t>(t.ll_bytes, kStagedShare), bytes = block_bytes;
+  if (t.spans_nodes != 0) share = std::max(share, kProxiedShare);
   const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
   // Every CTA must be resident at once (CTA k of each member waits for its partners), so at most one per
   // SM of the smallest GPU in the job: a 512-thread collective CTA may use a whole SM's registers.

@@ -28,6 +28,10 @@ inline constexpr unsigned kCollThreads = 512;
 inline constexpr std::uint64_t kLLShare = 1024;
 inline constexpr std::uint64_t kStagedShare = 4 * 1024;
 inline constexpr std::uint64_t kStreamShare = 16 * 1024;
+// On a team that spans nodes each CTA's share is at least one proxy message each way, and the proxy thread
+// spends ~20 us of CUDA and network calls per message whatever its size (about what 512 KiB take to cross
+// at ~20 GB/s), so shares are at least this large there: a 64 KiB call takes one CTA, not eight.
+inline constexpr std::uint64_t kProxiedShare = 512 * 1024;
 
 struct coll_launch {
   unsigned ctas;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "coll/hierarchical.hpp"
+#include "coll/stream_common.hpp"
 #include "coll/tuning.hpp"
 #include "shoal/error.hpp"
 #include "shoal/team_handle.hpp"
@@ -169,6 +170,22 @@ TEST(CollTuning, HierarchicalChunksFollowTheVariable) {
     }
   }
   ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
+}
+
+// On-stream calls give each CTA a few KiB within a node; across nodes every CTA's share costs proxy
+// messages, so shares there are at least kProxiedShare: a 64 KiB all-reduce takes one CTA, 1 MiB two,
+// and large calls still use every channel.
+TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
+  team_handle h;
+  h.channel_count = 8;
+  h.resident_ctas = 132;
+  h.ll_bytes = 1 << 20;
+  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 64 << 10, 64 << 10).ctas, 8u);
+  h.spans_nodes = 1;
+  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 64 << 10, 64 << 10).ctas, 1u);
+  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 1 << 20, 1 << 20).ctas, 2u);
+  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 16 << 20, 16 << 20).ctas, 8u);
+  EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
 }
 
 }  // namespace
