@@ -132,6 +132,13 @@ class cuda_local_memory final : public local_memory {
   void write(local_ref to, const void* from, std::size_t bytes) override {
     bind();
     if (to.is_host) return (void)std::memcpy(resolve(to), from, bytes);
+    // An aligned 8-byte word (a flag, a small put) is one stream memory write: no staging, no copy.
+    if (bytes == 8 && reinterpret_cast<std::uintptr_t>(resolve(to)) % 8 == 0) {
+      std::uint64_t word;
+      std::memcpy(&word, from, sizeof word);
+      SHOAL_CU_CHECK(driver().stream_write_value64(stream_, reinterpret_cast<CUdeviceptr>(resolve(to)), word, 0));
+      return;
+    }
     if (lendable_.owns(from) || in_peer_window(from)) {
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(resolve(to), from, bytes, cudaMemcpyDefault, stream_));
       return;

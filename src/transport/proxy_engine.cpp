@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "transport/proxy_engine_core.hpp"
@@ -113,9 +114,8 @@ void proxy_engine_core::check() const {
 
 proxy_engine_counters proxy_engine_core::counters() const noexcept {
   return {n_requests_.load(std::memory_order_relaxed), n_sent_.load(std::memory_order_relaxed),
-          n_chunks_.load(std::memory_order_relaxed), n_served_.load(std::memory_order_relaxed),
-          n_pings_.load(std::memory_order_relaxed),
-          n_borrowed_.load(std::memory_order_relaxed)};
+          n_chunks_.load(std::memory_order_relaxed),   n_served_.load(std::memory_order_relaxed),
+          n_pings_.load(std::memory_order_relaxed),    n_borrowed_.load(std::memory_order_relaxed)};
 }
 
 void proxy_engine_core::detach() {
@@ -239,7 +239,10 @@ bool proxy_engine_core::pump() {
       }
       const bool put = item.kind == proxy_wire_kind::put_data;
       proxy_outgoing* out = stage(pe, kProxyRequestHandler, h, put ? n : 0);
-      if (put) memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload, n);
+      if (put && r.local_is_inline)  // the data came in the descriptor (n == r.size <= 8)
+        std::memcpy(out->payload, &r.local, n);
+      else if (put)
+        memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload, n);
       if (n != 0) count(n_chunks_);
       peer.window_bytes += n;
       if (peer.awaiting++ == 0) peer.last_heard = now_;

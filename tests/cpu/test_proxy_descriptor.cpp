@@ -41,6 +41,13 @@ proxy_request random_request(std::mt19937_64& rng, proxy_op op, proxy_atomic_op 
       r.local_is_address = rng() % 2 == 0;
       r.local_is_host = r.local_is_address && rng() % 2 == 0;
       r.local = r.local_is_address ? rng() : any_below(heap - r.size + 1);
+      if (op != proxy_op::get && rng() % 4 == 0) {  // a few bytes carried in the descriptor
+        r.size = rng() % (kProxyMaxInlineBytes + 1);
+        r.remote_offset = any_below(heap - r.size + 1);
+        r.local_is_address = r.local_is_host = false;
+        r.local_is_inline = true;
+        r.local = rng() & proxy_field_mask(unsigned(8 * r.size));
+      }
       if (op == proxy_op::put_signal) {
         r.signal_op = static_cast<proxy_signal_op>(rng() % kProxySignalOpCount);
         r.value = rng();
@@ -263,6 +270,15 @@ TEST(ProxyDescriptor, EncodeRejectsBadRequests) {
   EXPECT_EQ(encode({.op = proxy_op::atomic, .atomic_op = proxy_atomic_op::set, .completion = 3}).status,
             proxy_status::unused_field_set);  // set does not fetch, so it has no result slot
   EXPECT_EQ(encode({.op = proxy_op::quiet, .pe = 0, .value = 1}).status, proxy_status::unused_field_set);
+  // Inline data: puts and put_signals of at most 8 bytes, no address flags, no bits past the size.
+  EXPECT_EQ(encode({.op = proxy_op::put, .local_is_inline = true, .local = 0xabcdef, .size = 3}).status,
+            proxy_status::ok);
+  EXPECT_EQ(encode({.op = proxy_op::get, .local_is_inline = true, .size = 3}).status, proxy_status::unused_field_set);
+  EXPECT_EQ(encode({.op = proxy_op::put, .local_is_inline = true, .size = 9}).status, proxy_status::bad_size);
+  EXPECT_EQ(encode({.op = proxy_op::put, .local_is_address = true, .local_is_inline = true, .size = 2}).status,
+            proxy_status::unused_field_set);
+  EXPECT_EQ(encode({.op = proxy_op::put, .local_is_inline = true, .local = 0x1000000, .size = 3}).status,
+            proxy_status::unused_field_set);
 }
 
 // Any single-bit change of a valid descriptor either decodes to an error or to a request that encodes

@@ -19,7 +19,6 @@ namespace {
 
 // ---- the random mix ----
 
-
 struct mix_case {
   int n_pes;
   bool reorder;
@@ -78,7 +77,8 @@ TEST_P(ProxyEngineMix, RandomRequestsMatchTheModel) {
       const std::uint64_t start = wide ? kCounter64Start : 0;
       for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], start + i) << (wide ? "64" : "32") << "-bit counter of PE " << t;
-      const std::uint64_t final_value = wide ? job[t].load<std::uint64_t>(kCounter64) : job[t].load<std::uint32_t>(kCounter32);
+      const std::uint64_t final_value =
+          wide ? job[t].load<std::uint64_t>(kCounter64) : job[t].load<std::uint32_t>(kCounter32);
       EXPECT_EQ(final_value, start + got.size()) << "PE " << t;
     }
   }
@@ -113,8 +113,12 @@ class LargeTransfers : public ::testing::TestWithParam<large_transfer_case> {};
 TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
   constexpr std::uint64_t kHeap = 24ull << 20;
   const std::size_t lend_slots = GetParam().lend_slots;
-  engine_job job({.n_pes = 2, .heap_bytes = kHeap, .lend_slots = lend_slots,
-                  .deferred_flushes = GetParam().deferred_flushes, .windows = GetParam().windows, .seed = 5});
+  engine_job job({.n_pes = 2,
+                  .heap_bytes = kHeap,
+                  .lend_slots = lend_slots,
+                  .deferred_flushes = GetParam().deferred_flushes,
+                  .windows = GetParam().windows,
+                  .seed = 5});
   job.start();
   std::mt19937_64 rng(99);
   struct transfer {
@@ -132,27 +136,35 @@ TEST_P(LargeTransfers, SpanManyChunksAtOddSizesAndOffsets) {
     std::vector<std::byte> back(c.size);
     const std::uint64_t chunks_before = job[0].engine->counters().data_chunks;
     // Address buffers here are host vectors, marked as such (as the GPU path's host forms mark theirs).
-    proxy_request put{.op = proxy_op::put, .local_is_address = c.address, .local_is_host = c.address,
-                      .pe = c.target, .remote_offset = c.remote,
-                      .local = c.address ? reinterpret_cast<std::uintptr_t>(source.data()) : c.local, .size = c.size};
+    proxy_request put{.op = proxy_op::put,
+                      .local_is_address = c.address,
+                      .local_is_host = c.address,
+                      .pe = c.target,
+                      .remote_offset = c.remote,
+                      .local = c.address ? reinterpret_cast<std::uintptr_t>(source.data()) : c.local,
+                      .size = c.size};
     if (!c.address) std::memcpy(job[0].base() + c.local, source.data(), c.size);
     ASSERT_EQ(proxy_host_call(job[0].ring, put, kPatience).status, proxy_status::ok);
     ASSERT_EQ(0, std::memcmp(job[c.target].base() + c.remote, source.data(), c.size));
     // Get it back, shifted by one byte, into the other kind of buffer.
-    proxy_request get{.op = proxy_op::get, .local_is_address = !c.address, .local_is_host = !c.address,
-                      .pe = c.target, .remote_offset = c.remote + 1, .size = c.size - 1};
+    proxy_request get{.op = proxy_op::get,
+                      .local_is_address = !c.address,
+                      .local_is_host = !c.address,
+                      .pe = c.target,
+                      .remote_offset = c.remote + 1,
+                      .size = c.size - 1};
     get.local = !c.address ? reinterpret_cast<std::uintptr_t>(back.data()) : (16ull << 20) + 5;
     ASSERT_EQ(proxy_host_call(job[0].ring, get, kPatience).status, proxy_status::ok);
     const std::byte* got = !c.address ? back.data() : job[0].base() + get.local;
     ASSERT_EQ(0, std::memcmp(got, source.data() + 1, c.size - 1));
-    const std::uint64_t expected_chunks = (c.size + kProxyChunkBytes - 1) / kProxyChunkBytes +
-                                          (c.size - 1 + kProxyChunkBytes - 1) / kProxyChunkBytes;
+    const std::uint64_t expected_chunks =
+        (c.size + kProxyChunkBytes - 1) / kProxyChunkBytes + (c.size - 1 + kProxyChunkBytes - 1) / kProxyChunkBytes;
     EXPECT_EQ(job[0].engine->counters().data_chunks - chunks_before, expected_chunks);
   }
   // PE 1 answers this only after its engine ran the completions of every send before it, so the payloads
   // it lent for its get replies are back too.
-  proxy_request signal{.op = proxy_op::signal, .signal_op = proxy_signal_op::add, .pe = 1, .value = 1,
-                       .signal_offset = 0};
+  proxy_request signal{
+      .op = proxy_op::signal, .signal_op = proxy_signal_op::add, .pe = 1, .value = 1, .signal_offset = 0};
   ASSERT_EQ(proxy_host_call(job[0].ring, signal, kPatience).status, proxy_status::ok);
   job.stop_all();
   for (int pe = 0; pe < 2; ++pe) {
@@ -174,6 +186,46 @@ INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers,
                                   (info.param.windows ? "Windows" : "");
                          });
 
+// ---- data in the descriptor ----
+
+// Puts and put_signals of 0 to 8 bytes whose data rides in the descriptor (local_is_inline, as kernels post
+// them) land byte-exact at odd offsets, to the peer and to the PE itself, and leave the bytes around them
+// alone; the signal of a put_signal lands too.
+TEST(ProxyEngine, InlinePutsLandExactly) {
+  engine_job job({.n_pes = 2, .heap_bytes = 1 << 16, .seed = 8});
+  job.start();
+  std::mt19937_64 rng(21);
+  for (int target : {1, 0}) {
+    for (std::uint64_t size = 0; size <= kProxyMaxInlineBytes; ++size) {
+      SCOPED_TRACE(fmt::format("{} bytes to PE {}", size, target));
+      const std::uint64_t at = 1001 + 37 * size, signal = 8 * (100 + size);
+      const std::uint64_t data = rng() & proxy_field_mask(unsigned(8 * size));
+      std::vector<std::byte> before(size + 2);
+      std::memcpy(before.data(), job[target].base() + at - 1, before.size());
+      const std::uint64_t signal_before = job[target].load<std::uint64_t>(signal);
+      proxy_request r{.op = size % 2 == 0 ? proxy_op::put_signal : proxy_op::put,
+                      .local_is_inline = true,
+                      .pe = target,
+                      .remote_offset = at,
+                      .local = data,
+                      .size = size};
+      if (r.op == proxy_op::put_signal) {
+        r.signal_op = proxy_signal_op::add;
+        r.value = 5;
+        r.signal_offset = signal;
+      }
+      ASSERT_EQ(proxy_host_call(job[0].ring, r, kPatience).status, proxy_status::ok);
+      std::vector<std::byte> want = before;
+      std::memcpy(want.data() + 1, &data, size);
+      EXPECT_EQ(0, std::memcmp(job[target].base() + at - 1, want.data(), want.size()));
+      if (r.op == proxy_op::put_signal) {
+        EXPECT_EQ(job[target].load_atomic(signal), signal_before + 5);
+      }
+    }
+  }
+  job.stop_all();
+}
+
 // ---- put_signal order ----
 
 // PE 0 put_signals rounds of data (hundreds of small chunks, several round trips each) to PE 1 and adds 1
@@ -186,8 +238,11 @@ TEST(ProxyEngine, PutSignalNeverShowsTheSignalBeforeTheData) {
     constexpr std::uint64_t kData = 64;
     constexpr std::uint64_t kMax = 200000;
     // Reordered completions come with late flushes: several batches wait for theirs at once.
-    engine_job job({.n_pes = 2, .heap_bytes = 2 * (kData + kMax), .network = {.reorder_completions = reorder},
-                    .engine = {.chunk_bytes = 1024, .peer_window_bytes = 8192}, .deferred_flushes = reorder,
+    engine_job job({.n_pes = 2,
+                    .heap_bytes = 2 * (kData + kMax),
+                    .network = {.reorder_completions = reorder},
+                    .engine = {.chunk_bytes = 1024, .peer_window_bytes = 8192},
+                    .deferred_flushes = reorder,
                     .seed = 3});
     std::memset(job[1].base() + kSignal, 0, 8);
     job.start();
@@ -229,9 +284,15 @@ TEST(ProxyEngine, PutSignalNeverShowsTheSignalBeforeTheData) {
     });
     for (int k = 1; k <= kRounds && !failed; ++k) {
       const auto [at, data] = round_data(k);
-      proxy_request r{.op = proxy_op::put_signal, .signal_op = proxy_signal_op::add, .local_is_address = true,
-                      .pe = 1, .remote_offset = kData + at, .local = reinterpret_cast<std::uintptr_t>(data.data()),
-                      .size = data.size(), .value = 1, .signal_offset = kSignal};
+      proxy_request r{.op = proxy_op::put_signal,
+                      .signal_op = proxy_signal_op::add,
+                      .local_is_address = true,
+                      .pe = 1,
+                      .remote_offset = kData + at,
+                      .local = reinterpret_cast<std::uintptr_t>(data.data()),
+                      .size = data.size(),
+                      .value = 1,
+                      .signal_offset = kSignal};
       ASSERT_EQ(proxy_host_call(job[0].ring, r, kPatience).status, proxy_status::ok);
       const auto until = std::chrono::steady_clock::now() + kPatience;
       while (checked.load(std::memory_order_acquire) < k && !failed && std::chrono::steady_clock::now() < until)
@@ -252,9 +313,12 @@ TEST(ProxyEngine, PutSignalNeverShowsTheSignalBeforeTheData) {
 TEST(ProxyEngine, QuietWaitsForEverythingBeforeIt) {
   for (const bool wait_for_quiet_itself : {false, true}) {
     SCOPED_TRACE(wait_for_quiet_itself ? "waiting for the quiet request" : "waiting for all before the quiet");
-    engine_job job({.n_pes = 4, .heap_bytes = 1 << 20, .ring = {.capacity = 32, .window = 64, .result_slots = 8},
+    engine_job job({.n_pes = 4,
+                    .heap_bytes = 1 << 20,
+                    .ring = {.capacity = 32, .window = 64, .result_slots = 8},
                     .network = {.reorder_completions = true, .seed = 3},
-                    .engine = {.chunk_bytes = 512, .peer_window_bytes = 1536}, .seed = 8});
+                    .engine = {.chunk_bytes = 512, .peer_window_bytes = 1536},
+                    .seed = 8});
     job.start();
     constexpr int kThreads = 3;
     constexpr int kPuts = 60;
@@ -268,9 +332,12 @@ TEST(ProxyEngine, QuietWaitsForEverythingBeforeIt) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < kPuts; ++i) {
           const int idx = t * kPuts + i;
-          proxy_request r{.op = proxy_op::put, .local_is_address = true, .pe = 1 + idx % 3,
+          proxy_request r{.op = proxy_op::put,
+                          .local_is_address = true,
+                          .pe = 1 + idx % 3,
                           .remote_offset = std::uint64_t(idx) * kBlock,
-                          .local = reinterpret_cast<std::uintptr_t>(sources[idx].data()), .size = sources[idx].size()};
+                          .local = reinterpret_cast<std::uintptr_t>(sources[idx].data()),
+                          .size = sources[idx].size()};
           const proxy_host_result res = proxy_host_post(job[0].ring, r, kPatience);
           ASSERT_EQ(res.status, proxy_status::ok);
           tickets[idx] = res.sequence;

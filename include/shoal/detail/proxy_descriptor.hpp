@@ -111,7 +111,7 @@ inline constexpr unsigned kProxyOpBits = 5;
 inline constexpr unsigned kProxyAtomicOpBits = 4;
 inline constexpr unsigned kProxyAtomicTypeBits = 3;
 inline constexpr unsigned kProxySignalOpBits = 2;
-inline constexpr unsigned kProxyFlagBits = 2;
+inline constexpr unsigned kProxyFlagBits = 3;
 inline constexpr unsigned kProxyPeBits = 24;          // 16M PEs
 inline constexpr unsigned kProxyCompletionBits = 20;  // 1M result slots per PE
 inline constexpr unsigned kProxyOffsetBits = 48;      // 256 TiB of symmetric heap per PE
@@ -150,7 +150,13 @@ inline constexpr std::uint64_t kProxyFlagLocalIsAddress = 1;
 // Flag bit 1, only with bit 0: that address is host memory, which the proxy copies with the CPU (a GPU
 // heap's proxy copies device memory with the GPU's copy engines, which cannot wait on host buffers).
 inline constexpr std::uint64_t kProxyFlagLocalIsHost = 2;
-inline constexpr std::uint64_t kProxyFlagsKnown = kProxyFlagLocalIsAddress | kProxyFlagLocalIsHost;
+// Flag bit 2, only for put and put_signal of at most kProxyMaxInlineBytes and alone: `local` holds the
+// data itself (byte i in bits 8i .. 8i + 7, the bits past `size` bytes zero). The kernel read the source
+// when it posted, so the proxy sends without first copying it out of the GPU.
+inline constexpr std::uint64_t kProxyFlagLocalIsInline = 4;
+inline constexpr std::uint64_t kProxyMaxInlineBytes = 8;
+inline constexpr std::uint64_t kProxyFlagsKnown =
+    kProxyFlagLocalIsAddress | kProxyFlagLocalIsHost | kProxyFlagLocalIsInline;
 
 // The unpacked form. Fields an op does not use must be zero (value-initialize with {}), so every request
 // has exactly one descriptor and decode(encode(r)) == r.
@@ -161,11 +167,12 @@ struct proxy_request {
   proxy_signal_op signal_op = proxy_signal_op::set;          // op == put_signal or signal
   bool local_is_address = false;                             // put, get, put_signal
   bool local_is_host = false;                                // with local_is_address: host memory
+  bool local_is_inline = false;                              // put, put_signal: `local` is the data
   std::int32_t pe = 0;                                       // target; kProxyAllPes for fence/quiet to all
   std::uint32_t completion = 0;     // fetching atomics: index of the result slot the old value goes to
   std::uint64_t sequence = 0;       // the request's ticket in its ring; the ring sets it
   std::uint64_t remote_offset = 0;  // put/get/put_signal data, atomic target: offset in pe's heap
-  std::uint64_t local = 0;          // put/put_signal source, get destination: heap offset or address
+  std::uint64_t local = 0;          // put/put_signal source, get destination: heap offset, address or data
   std::uint64_t size = 0;           // put/get/put_signal bytes
   std::uint64_t value = 0;          // atomic operand (bit pattern; 32-bit types in the low half), signal value
   std::uint64_t compare = 0;        // compare_swap: the expected old value
@@ -255,13 +262,20 @@ SHOAL_HD constexpr proxy_status validate(const proxy_request& r, const proxy_lim
   if (!signal && (r.signal_op != proxy_signal_op{} || r.signal_offset != 0)) return proxy_status::unused_field_set;
   if (!data && (r.local_is_address || r.local != 0 || r.size != 0)) return proxy_status::unused_field_set;
   if (r.local_is_host && !r.local_is_address) return proxy_status::unused_field_set;
+  if (r.local_is_inline) {
+    if (r.op != proxy_op::put && r.op != proxy_op::put_signal) return proxy_status::unused_field_set;
+    if (r.local_is_address) return proxy_status::unused_field_set;
+    if (r.size > kProxyMaxInlineBytes) return proxy_status::bad_size;
+    if (r.size < 8 && (r.local >> (8 * r.size)) != 0) return proxy_status::unused_field_set;
+  }
   if (!data && !atomic && r.remote_offset != 0) return proxy_status::unused_field_set;
   if (!signal && !atomic && r.value != 0) return proxy_status::unused_field_set;
 
   if (data) {
     if (r.size > kProxyMaxSize) return proxy_status::bad_size;
     if (!in_heap(r.remote_offset, r.size, limits.heap_bytes)) return proxy_status::bad_offset;
-    if (!r.local_is_address && !in_heap(r.local, r.size, limits.heap_bytes)) return proxy_status::bad_offset;
+    if (!r.local_is_address && !r.local_is_inline && !in_heap(r.local, r.size, limits.heap_bytes))
+      return proxy_status::bad_offset;
   }
   if (signal) {
     if (static_cast<unsigned>(r.signal_op) >= kProxySignalOpCount) return proxy_status::bad_signal_op;
@@ -303,7 +317,8 @@ SHOAL_HD constexpr proxy_encoded encode(const proxy_request& r) {
   header |= std::uint64_t{static_cast<std::uint8_t>(r.atomic_op)} << kProxyAtomicOpShift;
   header |= std::uint64_t{static_cast<std::uint8_t>(r.atomic_type)} << kProxyAtomicTypeShift;
   header |= std::uint64_t{static_cast<std::uint8_t>(r.signal_op)} << kProxySignalOpShift;
-  header |= ((r.local_is_address ? kProxyFlagLocalIsAddress : 0) | (r.local_is_host ? kProxyFlagLocalIsHost : 0))
+  header |= ((r.local_is_address ? kProxyFlagLocalIsAddress : 0) | (r.local_is_host ? kProxyFlagLocalIsHost : 0) |
+             (r.local_is_inline ? kProxyFlagLocalIsInline : 0))
             << kProxyFlagShift;
   header |= (static_cast<std::uint64_t>(r.pe) & proxy_field_mask(kProxyPeBits)) << kProxyPeShift;
   header |= std::uint64_t{r.completion} << kProxyCompletionShift;
@@ -349,6 +364,7 @@ SHOAL_HD constexpr proxy_decoded decode(const proxy_descriptor& d, const proxy_l
   r.signal_op = static_cast<proxy_signal_op>(signal_op);
   r.local_is_address = (flags & kProxyFlagLocalIsAddress) != 0;
   r.local_is_host = (flags & kProxyFlagLocalIsHost) != 0;
+  r.local_is_inline = (flags & kProxyFlagLocalIsInline) != 0;
   r.pe = static_cast<std::int32_t>(field(kProxyPeShift, kProxyPeBits));
   r.completion = static_cast<std::uint32_t>(field(kProxyCompletionShift, kProxyCompletionBits));
   r.sequence = w[proxy_descriptor::kSequenceWord];

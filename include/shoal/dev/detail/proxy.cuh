@@ -52,8 +52,7 @@ __device__ inline proxy_device_deadline proxy_deadline(const device_handle& h) {
 // be on this node, or the job was built without a network).
 __device__ inline const proxy_channel& proxy_of(const device_handle& h, const char* call, int pe) {
   if (h.proxy == nullptr) {
-    printf("shoal: PE %d: %s: PE %d is not load/store reachable and this job has no proxy transport\n", h.pe, call,
-           pe);
+    printf("shoal: PE %d: %s: PE %d is not load/store reachable and this job has no proxy transport\n", h.pe, call, pe);
     __trap();
   }
   return *h.proxy;
@@ -75,6 +74,23 @@ __device__ inline void proxy_set_local(const device_handle& h, proxy_request& r,
   r.local_is_address = !(b >= h.heap_base && b - h.heap_base < h.slot_stride);
   r.local = r.local_is_address ? reinterpret_cast<std::uintptr_t>(p) : std::uint64_t(b - h.heap_base);
   r.local_is_host = on_host && r.local_is_address;
+}
+
+// The source of a put or put_signal: at most kProxyMaxInlineBytes of device memory travel in the
+// descriptor itself (read here, so the proxy need not copy them out of the GPU first); anything else is
+// named by proxy_set_local.
+__device__ inline void proxy_set_put_source(const device_handle& h, proxy_request& r, const void* src,
+                                            std::size_t bytes, bool on_host) {
+  if (on_host || bytes > kProxyMaxInlineBytes) return proxy_set_local(h, r, src, on_host);
+  const auto* b = static_cast<const unsigned char*>(src);
+  std::uint64_t data = 0;
+  if (bytes == 8 && reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {
+    data = *static_cast<const std::uint64_t*>(src);
+  } else {
+    for (std::size_t i = 0; i < bytes; ++i) data |= std::uint64_t(b[i]) << (8 * i);
+  }
+  r.local_is_inline = true;
+  r.local = data;
 }
 
 __device__ inline std::uint64_t proxy_submit(const device_handle& h, const proxy_request& r, const char* call) {
@@ -107,7 +123,10 @@ __device__ inline std::uint64_t proxy_transfer(const device_handle& h, proxy_op 
   r.op = op;
   r.pe = pe;
   r.remote_offset = proxy_heap_offset(h, remote, call, pe);
-  proxy_set_local(h, r, local, local_on_host);
+  if (op == proxy_op::put)
+    proxy_set_put_source(h, r, local, bytes, local_on_host);
+  else
+    proxy_set_local(h, r, local, local_on_host);
   r.size = bytes;
   return proxy_submit(h, r, call);
 }
@@ -122,7 +141,7 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   r.size = bytes;
   if (bytes != 0) {
     r.remote_offset = proxy_heap_offset(h, dst, call, pe);
-    proxy_set_local(h, r, src, local_on_host);
+    proxy_set_put_source(h, r, src, bytes, local_on_host);
   }
   r.signal_op = op == sig_op::set ? proxy_signal_op::set : proxy_signal_op::add;
   r.signal_offset = proxy_heap_offset(h, sig, call, pe);
@@ -130,7 +149,8 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   return proxy_submit(h, r, call);
 }
 
-__device__ inline void proxy_signal(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
+__device__ inline void proxy_signal(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op,
+                                    int pe) {
   proxy_request r{};
   r.op = proxy_op::signal;
   r.pe = pe;
@@ -186,7 +206,8 @@ __device__ inline void proxy_return_result_slot(const device_handle& h, std::uin
 }
 
 // One atomic on the `width`-byte heap word `target` of `pe`, operands as bit patterns (32-bit in the low
-// half); `is_float` for float and double (fetch, set, swap and the adds). Returns the old value for fetching ops, after waiting for it; non-fetching ones complete at quiet.
+// half); `is_float` for float and double (fetch, set, swap and the adds). Returns the old value for fetching ops, after
+// waiting for it; non-fetching ones complete at quiet.
 __device__ inline std::uint64_t proxy_atomic_bits(const device_handle& h, const void* target, unsigned width,
                                                   bool is_float, proxy_atomic_op op, std::uint64_t value,
                                                   std::uint64_t compare, int pe) {
@@ -265,8 +286,8 @@ __device__ inline T proxy_g(const device_handle& h, const T* src, int pe) {
     return proxy_value_of<T>(proxy_atomic_bits(h, src, sizeof(T), false, proxy_atomic_op::fetch, 0, 0, pe));
   } else if constexpr (sizeof(T) == 1 || sizeof(T) == 2) {
     const auto address = reinterpret_cast<std::uintptr_t>(src);
-    const std::uint64_t word =
-        proxy_atomic_bits(h, reinterpret_cast<const void*>(address & ~std::uintptr_t{3}), 4, false, proxy_atomic_op::fetch, 0, 0, pe);
+    const std::uint64_t word = proxy_atomic_bits(h, reinterpret_cast<const void*>(address & ~std::uintptr_t{3}), 4,
+                                                 false, proxy_atomic_op::fetch, 0, 0, pe);
     return proxy_value_of<T>(word >> (8 * (address & 3)));
   } else {
     proxy_trap(h, "g", pe, "g from another node takes 1-, 2-, 4- or 8-byte types");
