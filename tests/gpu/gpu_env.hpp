@@ -55,9 +55,12 @@ inline std::vector<std::uint8_t> download(const void* device_ptr, std::size_t n)
   return out;
 }
 
+// Returns once the bytes are in device memory. cudaMemcpy from pageable memory may return before its DMA
+// has landed, and a peer that reads this PE's memory right after a host barrier would see what was there.
 inline void upload(void* device_ptr, const std::vector<std::uint8_t>& bytes) {
   if (!bytes.empty() && cudaMemcpy(device_ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice) != cudaSuccess)
     throw std::runtime_error("cudaMemcpy host to device failed");
+  if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("cudaDeviceSynchronize failed");
 }
 
 // First index where two byte vectors differ, or -1.

@@ -57,6 +57,7 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
   initial.bits_and = ~0ull;
   initial.swap = 7;
   if (w.pe() == 0) ASSERT_EQ(cudaMemcpy(c, &initial, sizeof(counters), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before peers' atomics (see upload())
   unsigned long long* swapped = nullptr;
   ASSERT_EQ(cudaMalloc(&swapped, kThreadsPerPe * sizeof(unsigned long long)), cudaSuccess);
   barrier_all(w);

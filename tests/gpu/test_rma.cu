@@ -149,6 +149,7 @@ void check_p_g() {
   std::vector<T> mine(2 * kCount);
   for (int i = 0; i < kCount; ++i) mine[kCount + i] = static_cast<T>(i * 3 + w.pe() * 11 + 1);
   ASSERT_EQ(cudaMemcpy(sym, mine.data(), mine.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before peers read or write it (see upload())
   barrier_all(w);
   p_g_kernel<<<1, kCount>>>(w.device_handle(), sym, got, kCount, next_pe(w), salt);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -185,6 +186,7 @@ TEST(Rma, PtrReachesPeerObject) {
   int* sym = w.malloc_array<int>(1);
   int mine = 1000 + w.pe();
   ASSERT_EQ(cudaMemcpy(sym, &mine, sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   barrier_all(w);
   int* out = nullptr;
   ASSERT_EQ(cudaMalloc(&out, sizeof(int)), cudaSuccess);

@@ -129,6 +129,7 @@ void check_wait(cmp op, T initial, T operand, T release) {
   T* seen = nullptr;
   ASSERT_EQ(cudaMalloc(&seen, sizeof(T)), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(word, &initial, sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before a peer signals it (see upload())
   barrier_all(w);
   wait_kernel<T><<<1, 1>>>(w.device_handle(), word, op, operand, release, next_pe(w), seen);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

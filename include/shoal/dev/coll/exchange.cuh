@@ -161,7 +161,7 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
       exchange_direct(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
       break;
   }
-  finish_proxied(Unit{}, t);
+  finish_proxied(Unit{}, t, r.size());  // each put sends at most this unit's part of a block
 }
 
 }  // namespace detail

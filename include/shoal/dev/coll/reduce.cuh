@@ -95,9 +95,10 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
                        len * sizeof(T), Unit::rank(), Unit::size());
     meet_members(unit, t, ch, 2 * epoch, true);
     // Through the proxy a peer's data can arrive before the proxy has read ours: when the reduction below
-    // writes over what our puts read (in place), wait until they have. Otherwise the steps of every
-    // channel stay in flight together, and finish_proxied waits once at the end of the call.
-    if (t.spans_nodes != 0 && in_place) {
+    // writes over what our puts read (in place), wait until they have (puts of a few bytes read their
+    // source when posted). Otherwise the steps of every channel stay in flight together, and
+    // finish_proxied waits once at the end of the call.
+    if (t.spans_nodes != 0 && in_place && len * sizeof(T) > kProxyMaxInlineBytes) {
       if (Unit::leader()) proxy_quiet(t.world);
       Unit::sync();
     }
@@ -166,7 +167,7 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
       break;
     }
   }
-  detail::finish_proxied(Unit{}, t);
+  detail::finish_proxied(Unit{}, t, r.size() * sizeof(T));  // each put sends at most the unit's range
 }
 
 template <typename Scope, reduce_op Op, typename T>
@@ -191,7 +192,7 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
       detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, r, t.index, false);
       break;
   }
-  detail::finish_proxied(Unit{}, t);
+  detail::finish_proxied(Unit{}, t, r.size() * sizeof(T));  // each put sends at most the unit's range
 }
 
 }  // namespace shoal

@@ -112,10 +112,12 @@ __device__ inline void send_to_member(const team_handle& t, int member, std::byt
 }
 
 // The end of a collective on a team that spans nodes: its puts through the proxy have read their sources
-// (so the caller may reuse them) once they are complete.
+// (so the caller may reuse them) once they are complete. A put of at most kProxyMaxInlineBytes carried its
+// data in its descriptor, so a unit whose puts (`largest_put_bytes` each at most) were all that small has
+// read its sources already and waits for nothing.
 template <typename Unit>
-__device__ inline void finish_proxied(Unit, const team_handle& t) {
-  if (t.spans_nodes == 0) return;
+__device__ inline void finish_proxied(Unit, const team_handle& t, std::size_t largest_put_bytes) {
+  if (t.spans_nodes == 0 || largest_put_bytes <= kProxyMaxInlineBytes) return;
   if (Unit::leader()) proxy_quiet(t.world);
   Unit::sync();
 }
