@@ -45,12 +45,14 @@ int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::si
   if (const char* text = std::getenv(kVariable); text != nullptr && *text != '\0') {
     const std::int64_t forced = parse_integer(kVariable, text);
     if (forced < 0 || forced > kMaxHierarchicalChunks)
-      throw error(errc::config, kVariable,
-                  fmt::format("'{}' is out of range: expected 0..{} (0: the model's choice)", text, kMaxHierarchicalChunks));
+      throw error(
+          errc::config, kVariable,
+          fmt::format("'{}' is out of range: expected 0..{} (0: the model's choice)", text, kMaxHierarchicalChunks));
     chunks = static_cast<int>(forced);
   }
   if (chunks == 0) chunks = plan_hierarchical_reduce(table, shape, bytes).chunks;
-  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(chunks), std::max<std::size_t>(share_count, 1)));
+  return static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(chunks), std::max<std::size_t>(share_count, 1)));
 }
 
 int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_count) {
@@ -68,7 +70,8 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   const auto* d = static_cast<const std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
   if (count < static_cast<std::size_t>(m) || (d < s + bytes && s < d + bytes)) return false;
-  const std::string_view forced = forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
+  const std::string_view forced =
+      forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
   if (!forced.empty()) return names_host_composition(collective::reduce, forced);
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};
   const coll_model_table& table = active_coll_model();
@@ -77,11 +80,11 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
 
 network_pipeline::network_pipeline(const team& t, cudaStream_t node_stream)
     : lock_(t.internals().network_mutex), node_(node_stream) {
-  world::impl& w = t.internals();
-  w.create_network_stream();
-  network_ = w.network_stream;
-  node_done_ = w.node_phase_event;
-  network_done_ = w.network_phase_event;
+  forked_stream& network = t.internals().network;
+  network.ensure();
+  network_ = network.stream;
+  node_done_ = network.fork;
+  network_done_ = network.join;
 }
 
 void network_pipeline::to_network() {

@@ -22,15 +22,18 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
     sync(block, t);
 }
 
-__global__ void __launch_bounds__(detail::kCollThreads) broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
+__global__ void __launch_bounds__(detail::kCollThreads)
+    broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
   detail::await_previous_kernel();
   broadcast_bytes(grid, t, dst, src, bytes, root);
 }
-__global__ void __launch_bounds__(detail::kCollThreads) fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+__global__ void __launch_bounds__(detail::kCollThreads)
+    fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   detail::await_previous_kernel();
   fcollect_bytes(grid, t, dst, src, bytes);
 }
-__global__ void __launch_bounds__(detail::kCollThreads) alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+__global__ void __launch_bounds__(detail::kCollThreads)
+    alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   detail::await_previous_kernel();
   alltoall_bytes(grid, t, dst, src, bytes);
 }
@@ -63,16 +66,15 @@ void exchange_with_copy_engines(const team& t, const team_handle& h, cudaStream_
   detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, false);
   world::impl& w = t.internals();
   std::lock_guard<std::mutex> lock(w.side_mutex);
-  w.create_side_stream();
+  w.side.ensure();
   if (local != nullptr) {
-    SHOAL_CUDA_CHECK(cudaEventRecord(w.fork_event, stream));
-    SHOAL_CUDA_CHECK(cudaStreamWaitEvent(w.side_stream, w.fork_event, 0));
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(local->to, local->from, bytes, cudaMemcpyDeviceToDevice, w.side_stream));
-    SHOAL_CUDA_CHECK(cudaEventRecord(w.join_event, w.side_stream));
+    SHOAL_CUDA_CHECK(cudaEventRecord(w.side.fork, stream));
+    SHOAL_CUDA_CHECK(cudaStreamWaitEvent(w.side.stream, w.side.fork, 0));
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(local->to, local->from, bytes, cudaMemcpyDeviceToDevice, w.side.stream));
+    SHOAL_CUDA_CHECK(cudaEventRecord(w.side.join, w.side.stream));
   }
-  for (const block_copy& c : remote)
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(c.to, c.from, bytes, cudaMemcpyDefault, stream));
-  if (local != nullptr) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, w.join_event, 0));
+  for (const block_copy& c : remote) SHOAL_CUDA_CHECK(cudaMemcpyAsync(c.to, c.from, bytes, cudaMemcpyDefault, stream));
+  if (local != nullptr) SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, w.side.join, 0));
   detail::launch_coll(t, meet_kernel, {1, 32}, stream, call, h, false);
 }
 
@@ -119,8 +121,9 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
   const algorithm algo = h.pick(collective::broadcast, bytes, algorithm::direct);
   if (uses_copy_engines(t, algo, bytes)) {
     const int me = t.my_index();
-    copy_engine_exchange(t, h, stream, call, dst, 0, bytes, [=](int) { return static_cast<const std::byte*>(src); },
-                         [=](int) { return me == root; });
+    copy_engine_exchange(
+        t, h, stream, call, dst, 0, bytes, [=](int) { return static_cast<const std::byte*>(src); },
+        [=](int) { return me == root; });
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes);
@@ -140,8 +143,9 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::fcollect, bytes, algorithm::direct);
   if (uses_copy_engines(t, algo, bytes)) {
-    copy_engine_exchange(t, h, stream, call, dst, bytes, bytes, [=](int) { return static_cast<const std::byte*>(src); },
-                         [](int) { return true; });
+    copy_engine_exchange(
+        t, h, stream, call, dst, bytes, bytes, [=](int) { return static_cast<const std::byte*>(src); },
+        [](int) { return true; });
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
@@ -158,9 +162,9 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::alltoall, bytes, algorithm::direct);
   if (uses_copy_engines(t, algo, bytes)) {
-    copy_engine_exchange(t, h, stream, call, dst, bytes, bytes,
-                         [=](int j) { return static_cast<const std::byte*>(src) + std::size_t(j) * bytes; },
-                         [](int) { return true; });
+    copy_engine_exchange(
+        t, h, stream, call, dst, bytes, bytes,
+        [=](int j) { return static_cast<const std::byte*>(src) + std::size_t(j) * bytes; }, [](int) { return true; });
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());

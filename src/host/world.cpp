@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
@@ -219,26 +220,21 @@ world::~world() {
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
   if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
-  if (impl_->side_stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->side_stream));
-  if (impl_->fork_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->fork_event));
-  if (impl_->join_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->join_event));
-  if (impl_->network_stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->network_stream));
-  if (impl_->node_phase_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->node_phase_event));
-  if (impl_->network_phase_event) SHOAL_CUDA_LOG(cudaEventDestroy(impl_->network_phase_event));
+  impl_->side.destroy();
+  impl_->network.destroy();
 }
 
-void world::impl::create_side_stream() {
-  if (side_stream != nullptr) return;
-  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&fork_event, cudaEventDisableTiming));
-  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&join_event, cudaEventDisableTiming));
-  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+void forked_stream::ensure() {
+  if (stream != nullptr) return;
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 }
 
-void world::impl::create_network_stream() {
-  if (network_stream != nullptr) return;
-  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&node_phase_event, cudaEventDisableTiming));
-  SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&network_phase_event, cudaEventDisableTiming));
-  SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&network_stream, cudaStreamNonBlocking));
+void forked_stream::destroy() noexcept {
+  if (stream) SHOAL_CUDA_LOG(cudaStreamDestroy(std::exchange(stream, nullptr)));
+  if (fork) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(fork, nullptr)));
+  if (join) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(join, nullptr)));
 }
 
 int world::pe() const noexcept { return impl_->boot->pe(); }

@@ -28,6 +28,16 @@ bool is_pageable(const void* p);
 bool is_host_memory(const void* p);
 }  // namespace detail
 
+// A stream that work forks to from a caller's stream (record `fork` there, wait on it here) and joins back
+// from (record `join` here, wait on it there). Created on first use (ensure()); whoever owns one keeps a
+// mutex beside it that serializes its users.
+struct forked_stream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  void ensure();
+  void destroy() noexcept;
+};
+
 struct world::impl {
   world* self = nullptr;  // the world object that owns this impl (kept current when the world moves)
   detail::config cfg;
@@ -79,20 +89,15 @@ struct world::impl {
   }
 
   // A second stream for on-stream collectives that copy with the copy engines: the own block's copy
-  // runs on it beside the copies to peers, forked from and joined back into the caller's stream by
-  // the two events. Created on first use (side_stream_for); the mutex serializes its users.
+  // runs on it beside the copies to peers, forked from and joined back into the caller's stream.
   std::mutex side_mutex;
-  cudaStream_t side_stream = nullptr;
-  cudaEvent_t fork_event = nullptr, join_event = nullptr;
-  void create_side_stream();
+  forked_stream side;
   // The network stream of a pipelined hierarchical all-reduce (coll/hierarchical.hpp): the phase across
   // nodes of each chunk runs on it while the caller's stream runs the node phases of the chunks either
-  // side; the two events hand each chunk over. Created on first use; the mutex serializes its users.
+  // side; its events hand each chunk over.
   std::mutex network_mutex;
-  cudaStream_t network_stream = nullptr;
-  cudaEvent_t node_phase_event = nullptr, network_phase_event = nullptr;
-  void create_network_stream();
-  void* scratch = nullptr;        // device scratch for host atomics' results
+  forked_stream network;
+  void* scratch = nullptr;  // device scratch for host atomics' results
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.

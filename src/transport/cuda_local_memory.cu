@@ -181,9 +181,8 @@ class cuda_local_memory final : public local_memory {
   // The window is pinned here (cudaHostRegister), so the copy engines fill and drain it as they do the
   // buffers of cudaMallocHost; it replaces them.
   bool lend_from(std::span<std::byte> memory) override {
-    const std::size_t slot_bytes = lendable_.slot_bytes();
-    if (slot_bytes == 0 || memory.size() < slot_bytes || lendable_.lent_out() != 0 || !pin(memory)) return false;
-    lendable_ = payload_pool(memory.data(), slot_bytes, memory.size() / slot_bytes);
+    if (lendable_.slot_bytes() == 0 || !pin(memory)) return false;
+    if (!lendable_.move_to(memory)) return false;  // stays pinned until this object goes: harmless
     if (lend_storage_) SHOAL_CUDA_CHECK(cudaFreeHost(std::exchange(lend_storage_, nullptr)));
     return true;
   }

@@ -83,9 +83,7 @@ host_local_memory::host_local_memory(void* base, std::uint64_t bytes, const host
 
 // Takes the window over only when this memory lends at all (the test knobs), in slots of the same size.
 bool host_local_memory::lend_from(std::span<std::byte> memory) {
-  const std::size_t slot_bytes = lendable_.slot_bytes();
-  if (slot_bytes == 0 || memory.size() < slot_bytes || lendable_.lent_out() != 0) return false;
-  lendable_ = payload_pool(memory.data(), slot_bytes, memory.size() / slot_bytes);
+  if (!lendable_.move_to(memory)) return false;
   lend_storage_.reset();
   return true;
 }

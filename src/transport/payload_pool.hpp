@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace shoal::detail {
@@ -28,6 +29,14 @@ class payload_pool {
     const std::size_t slot = free_.back();
     free_.pop_back();
     return base_ + slot * slot_bytes_;
+  }
+
+  // Carves the same size of buffers from `memory` instead (a payload window, which the caller owns): false,
+  // and nothing changed, when this pool has no buffers, `memory` holds none, or a buffer is still lent.
+  bool move_to(std::span<std::byte> memory) {
+    if (slot_bytes_ == 0 || memory.size() < slot_bytes_ || lent_out() != 0) return false;
+    *this = payload_pool(memory.data(), slot_bytes_, memory.size() / slot_bytes_);
+    return true;
   }
 
   // `buffer` came from take() and is free again. Anything else is ignored (it is not ours).
