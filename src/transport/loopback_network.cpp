@@ -138,7 +138,7 @@ class loopback_network final : public network {
     if (self_dead()) return limbo_.push_back({done});
     if (fabric_->dead(pe)) return complete(done, network_status::peer_failed);
     loopback_message m{pe_, handler, {header.begin(), header.end()}, {}};
-    const bool by_reference = pe != pe_ && in_window(payload) && viewed_by(pe);
+    const bool by_reference = pe != pe_ && lies_within(payload, window_) && viewed_by(pe);
     if (by_reference) {
       m.by_reference = payload;
       m.token = next_token_++;
@@ -311,10 +311,6 @@ class loopback_network final : public network {
   }
   bool self_dead() const { return fabric_->dead(pe_); }
 
-  bool in_window(std::span<const std::byte> payload) const {
-    return !payload.empty() && !window_.empty() && payload.data() >= window_.data() &&
-           payload.data() + payload.size() <= window_.data() + window_.size();
-  }
   // Whether PE `pe` kept a view of this PE's window (final once open_payload_window returned).
   bool viewed_by(int pe) const {
     std::lock_guard lock(fabric_->mutex);

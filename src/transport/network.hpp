@@ -63,6 +63,12 @@ struct network_lender {
 using network_handler = void (*)(void* ctx, const network_message& message);
 inline constexpr unsigned kNetworkHandlers = 16;  // handler ids are 0 .. kNetworkHandlers - 1
 
+// Whether `part` (non-empty) lies inside `whole`: a payload in a payload window, say.
+inline bool lies_within(std::span<const std::byte> part, std::span<const std::byte> whole) noexcept {
+  return !part.empty() && !whole.empty() && part.data() >= whole.data() &&
+         part.data() + part.size() <= whole.data() + whole.size();
+}
+
 // Asked about each peer's window that this PE mapped (open_payload_window): whether this PE can use the
 // view (a GPU heap registers it with CUDA, so the copy engines read it). A view it refuses stays unused.
 struct payload_view_check {

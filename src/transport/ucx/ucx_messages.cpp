@@ -39,7 +39,7 @@ void ucx_network::send(int pe, std::uint8_t handler, std::span<const std::byte> 
   w.header_bytes = static_cast<std::uint32_t>(header.size());
   w.handler = handler;
   const std::size_t by_reference_bytes = sizeof w + sizeof(window_ref) + header.size();
-  if (pe != pe_ && p.views_my_window && in_window(payload) &&
+  if (pe != pe_ && p.views_my_window && lies_within(payload, window_) &&
       by_reference_bytes <= std::min(max_am_header_, op::kInlineHeader)) {
     // Only the headers cross; the receiver reads the payload in our window and returns it (kReturnAm).
     w.flags = kPayloadInWindow;

@@ -244,10 +244,6 @@ class ucx_network final : public network {
   std::span<std::byte> window_;
   std::map<std::uint64_t, op*> lent_out_;
   std::uint64_t next_token_ = 1;
-  bool in_window(std::span<const std::byte> payload) const noexcept {
-    return !payload.empty() && !window_.empty() && payload.data() >= window_.data() &&
-           payload.data() + payload.size() <= window_.data() + window_.size();
-  }
   void close_payload_window() noexcept;
 
   std::deque<completion> completions_;  // due, run by progress()

@@ -31,10 +31,10 @@ namespace detail {
 // `theirs` that every member sends it; the result lands in `dst`.
 template <typename T>
 struct reduce_plan {
-  T* dst;          // result, indexed like the block
-  const T* src;    // this member's source buffer
-  std::size_t count;           // elements in one block
-  std::size_t block_stride;    // elements between the blocks sent to different members (0: all get src)
+  T* dst;                    // result, indexed like the block
+  const T* src;              // this member's source buffer
+  std::size_t count;         // elements in one block
+  std::size_t block_stride;  // elements between the blocks sent to different members (0: all get src)
 };
 
 // Whether the result (dst, one block) overlaps what this member sends (its src blocks, for n members).
@@ -98,7 +98,7 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
     // writes over what our puts read (in place), wait until they have (puts of a few bytes read their
     // source when posted). Otherwise the steps of every channel stay in flight together, and
     // finish_proxied waits once at the end of the call.
-    if (t.spans_nodes != 0 && in_place && len * sizeof(T) > kProxyMaxInlineBytes) {
+    if (t.spans_nodes != 0 && in_place && !proxy_put_reads_source_when_posted(len * sizeof(T))) {
       if (Unit::leader()) proxy_quiet(t.world);
       Unit::sync();
     }
@@ -119,8 +119,8 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
 // from every member's src, write the result to each dst in `targets` (this member's dst, or every
 // member's: the all-gather half of two-shot), then an exit meeting (reads done, writes visible).
 template <reduce_op Op, typename T, typename Unit>
-__device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r,
-                                   int block, bool write_everywhere) {
+__device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r, int block,
+                                   bool write_everywhere) {
   const int n = t.size(), me = t.index;
   const std::uint64_t epoch = next_step(unit, t, ch, true).epoch;
   meet_members(unit, t, ch, 2 * epoch, true);
@@ -143,8 +143,7 @@ __device__ inline void check_reduce_args(const team_handle& t, const T* dst, con
 }  // namespace detail
 
 template <typename Scope, reduce_op Op, typename T>
-__device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src,
-                              std::size_t count) {
+__device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src, std::size_t count) {
   static_assert(op_defined_for_v<T, Op>, "reduce: the operator is not defined for this element type");
   detail::check_reduce_args(t, dst, src, count, count);
   const detail::coll_unit u = detail::make_unit(scope, t);

@@ -76,12 +76,18 @@ __device__ inline void proxy_set_local(const device_handle& h, proxy_request& r,
   r.local_is_host = on_host && r.local_is_address;
 }
 
+// Whether a kernel's put of `bytes` through the proxy reads its source when it is posted (the data travels
+// in the descriptor), so nothing need wait for it to complete before the source is reused.
+__host__ __device__ constexpr bool proxy_put_reads_source_when_posted(std::size_t bytes) {
+  return bytes <= kProxyMaxInlineBytes;
+}
+
 // The source of a put or put_signal: at most kProxyMaxInlineBytes of device memory travel in the
 // descriptor itself (read here, so the proxy need not copy them out of the GPU first); anything else is
 // named by proxy_set_local.
 __device__ inline void proxy_set_put_source(const device_handle& h, proxy_request& r, const void* src,
                                             std::size_t bytes, bool on_host) {
-  if (on_host || bytes > kProxyMaxInlineBytes) return proxy_set_local(h, r, src, on_host);
+  if (on_host || !proxy_put_reads_source_when_posted(bytes)) return proxy_set_local(h, r, src, on_host);
   const auto* b = static_cast<const unsigned char*>(src);
   std::uint64_t data = 0;
   if (bytes == 8 && reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {

@@ -117,7 +117,7 @@ __device__ inline void send_to_member(const team_handle& t, int member, std::byt
 // read its sources already and waits for nothing.
 template <typename Unit>
 __device__ inline void finish_proxied(Unit, const team_handle& t, std::size_t largest_put_bytes) {
-  if (t.spans_nodes == 0 || largest_put_bytes <= kProxyMaxInlineBytes) return;
+  if (t.spans_nodes == 0 || proxy_put_reads_source_when_posted(largest_put_bytes)) return;
   if (Unit::leader()) proxy_quiet(t.world);
   Unit::sync();
 }
