@@ -31,5 +31,7 @@ void log(log_level level, log_subsystem subsystem, fmt::format_string<Args...> f
   ::shoal::detail::log(::shoal::detail::log_level::info, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
 #define SHOAL_LOG_DEBUG(subsys, ...) \
   ::shoal::detail::log(::shoal::detail::log_level::debug, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
+#define SHOAL_LOG_TRACE(subsys, ...) \
+  ::shoal::detail::log(::shoal::detail::log_level::trace, ::shoal::detail::log_subsystem::subsys, __VA_ARGS__)
 
 }  // namespace shoal::detail

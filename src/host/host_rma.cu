@@ -106,13 +106,11 @@ T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) 
   if (reinterpret_cast<std::uintptr_t>(target) % sizeof(T) != 0)
     throw error(errc::invalid_argument, "shoal::atomic",
                 "target is not aligned to " + std::to_string(sizeof(T)) + " bytes");
-  T* result = static_cast<T*>(s.scratch);
+  T* result = static_cast<T*>(s.atomic_result);  // mapped pinned memory: the kernel writes it directly
   host_atomic_kernel<<<1, 1, 0, s.stream>>>(w.device_handle(), kind, target, operand, cond, pe, result);
   SHOAL_CUDA_CHECK(cudaGetLastError());
-  T previous{};
-  SHOAL_CUDA_CHECK(cudaMemcpyAsync(&previous, result, sizeof(T), cudaMemcpyDeviceToHost, s.stream));
   detail::proxy_synchronize(s, s.stream);
-  return previous;
+  return *static_cast<volatile T*>(result);
 }
 
 #define SHOAL_INSTANTIATE_HOST_ATOMIC(T) template T host_atomic<T>(world&, atomic_kind, T*, T, T, int);

@@ -83,7 +83,7 @@ void setup_device(world::impl& w, int requested) {
   SHOAL_CUDA_CHECK(cudaSetDevice(w.device));
   SHOAL_CUDA_CHECK(cudaFree(nullptr));  // create the primary context before driver calls
   SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
-  SHOAL_CUDA_CHECK(cudaMalloc(&w.scratch, 64));
+  SHOAL_CUDA_CHECK(cudaHostAlloc(&w.atomic_result, 64, cudaHostAllocMapped));
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.registration_table), sizeof(detail::registration_table)));
   SHOAL_CUDA_CHECK(cudaMemset(w.registration_table, 0, sizeof(detail::registration_table)));
 
@@ -218,7 +218,7 @@ world::~world() {
   if (impl_->registration_table) SHOAL_CUDA_LOG(cudaFree(impl_->registration_table));
   impl_->heap.reset();
   if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
-  if (impl_->scratch) SHOAL_CUDA_LOG(cudaFree(impl_->scratch));
+  if (impl_->atomic_result) SHOAL_CUDA_LOG(cudaFreeHost(impl_->atomic_result));
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
   impl_->side.destroy();
   impl_->network.destroy();

@@ -97,7 +97,11 @@ struct world::impl {
   // side; its events hand each chunk over.
   std::mutex network_mutex;
   forked_stream network;
-  void* scratch = nullptr;  // device scratch for host atomics' results
+  // Where a host atomic's kernel leaves the old value: pinned host memory mapped for the device, read
+  // after the stream is synchronized. Not device memory copied back: a copy into the caller's pageable
+  // variable would wait for the kernel inside the CUDA driver, and across nodes that kernel waits for
+  // the proxy thread, whose CUDA calls that wait can hold up (seen at 4 PEs on 2 emulated nodes).
+  void* atomic_result = nullptr;
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/log.hpp"
 #include "transport/proxy_engine_core.hpp"
 
 namespace shoal::detail {
@@ -97,6 +98,8 @@ void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t>
       std::string what = detail;
       if (request) what += fmt::format(" (request {})", *request);
       failure_.emplace(category, fmt::format("proxy engine of PE {}", pe_), what);
+      // Said now: the PE's next call reports it too, but a PE that only serves its peers may make none.
+      SHOAL_LOG_ERROR(proxy, "{}", failure_->what());
     }
   }
   if (pe >= 0 && static_cast<std::size_t>(pe) < peers_.size() && category == errc::peer_failure) {
@@ -169,6 +172,7 @@ void proxy_engine_core::dispatch(const proxy_request& r) {
     quiets_.push_back(seq);
     return;
   }
+  SHOAL_LOG_TRACE(proxy, "request {}: op {} to PE {}, {} bytes", seq, int(r.op), r.pe, r.size);
   proxy_pending& p = requests_[seq & (requests_.size() - 1)];
   if (p.active) {
     fail(errc::internal, -1, seq, "two outstanding requests share a window slot");
@@ -270,6 +274,7 @@ bool proxy_engine_core::settle() {
   if (any) {
     proxy_batch& b = flushing_.emplace_back();
     b.ticket = memory_.flush_begin();
+    SHOAL_LOG_TRACE(proxy, "flush {} begun: {} messages, {} requests finished", b.ticket, staged_.size(), finished_.size());
     b.staged.swap(staged_);
     b.finished.swap(finished_);
     b.lent.swap(held_lent_);
@@ -300,11 +305,13 @@ void proxy_engine_core::release(proxy_batch& batch) {
     if (peers_[out->pe].dead) continue;
     const std::span<const std::byte> payload(out->payload, out->payload_bytes);
     proxy_outgoing* raw = out.release();
+    SHOAL_LOG_TRACE(proxy, "sending kind {} of request {} to PE {}", int(raw->header.kind), raw->header.request, raw->pe);
     count(n_sent_);
     // The network owns the message until on_sent, which deletes it.
     net_.send(raw->pe, raw->handler, proxy_wire_bytes(raw->header), payload, network_done{&on_sent, raw});
   }
   for (const std::uint64_t seq : batch.finished) {
+    SHOAL_LOG_TRACE(proxy, "request {} complete", seq);
     proxy_pending& p = requests_[seq & (requests_.size() - 1)];
     proxy_status s;
     if (p.active && p.request.sequence == seq && p.request.op == proxy_op::atomic &&

@@ -2,6 +2,7 @@
 // answered after the next flush; replies to this PE's own requests; and completions of sends.
 #include <fmt/format.h>
 
+#include "base/log.hpp"
 #include "transport/proxy_engine_core.hpp"
 
 namespace shoal::detail {
@@ -66,6 +67,7 @@ void proxy_engine_core::hold(const network_message& m) {
 
 void proxy_engine_core::on_request_message(void* ctx, const network_message& m) {
   auto* core = static_cast<proxy_engine_core*>(ctx);
+  SHOAL_LOG_TRACE(proxy, "a request message from PE {}, {} payload bytes", m.from, m.payload.size());
   proxy_wire_header h;
   core->hold(m);
   if (core->accept(m, true, h)) core->serve(m, h);
@@ -82,6 +84,7 @@ void proxy_engine_core::on_reply_message(void* ctx, const network_message& m) {
 // the memory operation, so a reply always means "applied and visible at the target".
 void proxy_engine_core::serve(const network_message& m, const proxy_wire_header& h) {
   if (h.kind == proxy_wire_kind::ping) return;
+  SHOAL_LOG_TRACE(proxy, "from PE {}: {} of its request {}", m.from, kind_name(h.kind), h.request);
   count(n_served_);
   proxy_wire_header r{.request = h.request, .chunk_offset = h.chunk_offset};
   switch (h.kind) {
@@ -119,6 +122,7 @@ void proxy_engine_core::serve(const network_message& m, const proxy_wire_header&
 
 // A reply to one of this PE's requests: it must match an outstanding request to that peer and fit in it.
 void proxy_engine_core::reply(const network_message& m, const proxy_wire_header& h) {
+  SHOAL_LOG_TRACE(proxy, "from PE {}: {} for request {}", m.from, kind_name(h.kind), h.request);
   proxy_pending& p = requests_[h.request & (requests_.size() - 1)];
   const proxy_request& r = p.request;
   if (!p.active || r.sequence != h.request || r.pe != m.from)

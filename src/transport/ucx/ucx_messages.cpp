@@ -35,6 +35,7 @@ void ucx_network::send(int pe, std::uint8_t handler, std::span<const std::byte> 
   op* o = take_op(op_kind::send, pe, done);
   wire_header w{};
   w.seq = p.next_send_seq++;
+  SHOAL_LOG_TRACE(transport, "UCX: message #{} to PE {}, handler {}", w.seq, pe, unsigned(handler));
   w.from = static_cast<std::uint32_t>(pe_);
   w.header_bytes = static_cast<std::uint32_t>(header.size());
   w.handler = handler;
@@ -98,6 +99,8 @@ void ucx_network::message_arrived(const void* header, std::size_t header_bytes, 
                     w.handler);
     return;
   }
+  SHOAL_LOG_TRACE(transport, "UCX: message #{} from PE {} arrived ({} header, {} data bytes, flags {})", w.seq, w.from,
+                  header_bytes, bytes, unsigned(w.flags));
   inbound* m = take_inbound();
   m->from = static_cast<int>(w.from);
   m->handler = w.handler;
@@ -173,6 +176,8 @@ void ucx_network::hold(inbound* m) {
     ready_.push_back(m);
     return;
   }
+  SHOAL_LOG_TRACE(transport, "UCX: message #{} from PE {} held (ready {}), #{} is next", m->seq, m->from, m->ready,
+                  p.next_recv_seq);
   p.held.emplace(m->seq, m);  // no-op for a rendezvous message already held
   while (!p.held.empty() && p.held.begin()->first == p.next_recv_seq && p.held.begin()->second->ready) {
     ready_.push_back(p.held.begin()->second);
