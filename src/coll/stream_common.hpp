@@ -42,6 +42,11 @@ struct coll_launch {
 // sends one peer) per CTA and step; the other algorithms stream `total_bytes` (what a member moves).
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
+// A sync of the team's members on `stream` (one small kernel). Launched without overlap: it starts only
+// after everything before it on the stream, event waits and copies included, so arriving means "my
+// earlier work on this stream is done".
+void meet_on_stream_serialized(const team_handle& h, cudaStream_t stream, const char* call);
+
 // Throws shoal::error(errc::cuda) naming `call` when the last launch failed (or `status` is an error).
 void check_launch(const char* call);
 void check_launch(cudaError_t status, const char* call);

@@ -100,6 +100,13 @@ void copy_engine_exchange(const team& t, const team_handle& h, cudaStream_t stre
 
 }  // namespace
 
+namespace detail {
+void meet_on_stream_serialized(const team_handle& h, cudaStream_t stream, const char* call) {
+  meet_kernel<<<1, 32, 0, stream>>>(h, false);
+  check_launch(call);
+}
+}  // namespace detail
+
 void barrier_on_stream(const team& t, cudaStream_t stream, channel_range channels) {
   meet_on_stream(t, stream, channels, true, "shoal::barrier_on_stream");
 }

@@ -4,9 +4,11 @@
 // bits, and no signed overflow); min and max keep the signedness. So int, unsigned and every 32-bit integer type share one sum kernel.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "coll/copy_engine_reduce.hpp"
 #include "coll/hierarchical.hpp"
 #include "coll/stream_common.hpp"
 #include "shoal/dev/coll.cuh"
@@ -42,6 +44,48 @@ template <typename T, reduce_op Op>
 using storage_t = std::conditional_t<
     std::is_integral_v<T>,
     typename fixed_int<sizeof(T), std::is_signed_v<T> && (Op == reduce_op::min || Op == reduce_op::max)>::type, T>;
+
+// One chunk of the two-member all-reduce with the copy engines: dst[k] = op(dst[k], src[k]), all local.
+template <typename T, reduce_op Op>
+__global__ void __launch_bounds__(kCollThreads) combine_kernel(T* dst, const T* src, std::size_t count) {
+  await_previous_kernel();
+  const unsigned threads = gridDim.x * blockDim.x, rank = blockIdx.x * blockDim.x + threadIdx.x;
+  reduce_sources<Op, T>(
+      count, 2, [&](int s) { return s == 0 ? static_cast<const T*>(dst) : src; }, 1, [&](int) { return dst; }, rank,
+      threads);
+}
+
+template <typename T, reduce_op Op>
+void launch_combine(const team& t, void* dst, const void* src, std::size_t count, cudaStream_t stream) {
+  if constexpr (op_defined_for_v<T, Op>) {
+    using S = storage_t<T, Op>;
+    // Two CTAs per SM of 512 threads keep HBM busy; the copy engines need no SMs.
+    const unsigned ctas = unsigned(std::min<std::size_t>(264, (count * sizeof(T) + 16383) / 16384));
+    launch_coll(t, combine_kernel<S, Op>, {ctas, kCollThreads}, stream, "shoal::reduce_on_stream", static_cast<S*>(dst),
+                static_cast<const S*>(src), count);
+  }
+}
+
+// Calls f(op_tag<Op>{}) for the operator `op` names.
+template <typename F>
+void visit_op(reduce_op op, F&& f) {
+  switch (op) {
+    case reduce_op::sum:
+      return f(op_tag<reduce_op::sum>{});
+    case reduce_op::prod:
+      return f(op_tag<reduce_op::prod>{});
+    case reduce_op::min:
+      return f(op_tag<reduce_op::min>{});
+    case reduce_op::max:
+      return f(op_tag<reduce_op::max>{});
+    case reduce_op::bit_and:
+      return f(op_tag<reduce_op::bit_and>{});
+    case reduce_op::bit_or:
+      return f(op_tag<reduce_op::bit_or>{});
+    case reduce_op::bit_xor:
+      return f(op_tag<reduce_op::bit_xor>{});
+  }
+}
 
 template <bool kScatter, typename T, reduce_op Op>
 void launch_reduce(const team& t, const team_handle& h, coll_launch launch, T* dst, const T* src, std::size_t count,
@@ -113,29 +157,13 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
-  switch (op) {
-    case reduce_op::sum:
-      launch_reduce<kScatter, T, reduce_op::sum>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::prod:
-      launch_reduce<kScatter, T, reduce_op::prod>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::min:
-      launch_reduce<kScatter, T, reduce_op::min>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::max:
-      launch_reduce<kScatter, T, reduce_op::max>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::bit_and:
-      launch_reduce<kScatter, T, reduce_op::bit_and>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::bit_or:
-      launch_reduce<kScatter, T, reduce_op::bit_or>(t, h, launch, dst, src, count, stream, call);
-      break;
-    case reduce_op::bit_xor:
-      launch_reduce<kScatter, T, reduce_op::bit_xor>(t, h, launch, dst, src, count, stream, call);
-      break;
-  }
+  const bool copy_engines = !kScatter && reduces_with_copy_engines(t, algo, dst, src, bytes);
+  visit_op(op, [&]<reduce_op Op>(op_tag<Op>) {
+    if (copy_engines)
+      reduce_pair_with_copy_engines(t, h, dst, src, count, sizeof(T), stream, call, &launch_combine<T, Op>);
+    else
+      launch_reduce<kScatter, T, Op>(t, h, launch, dst, src, count, stream, call);
+  });
 }
 
 }  // namespace shoal::detail

@@ -222,6 +222,7 @@ world::~world() {
   if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
   impl_->side.destroy();
   impl_->network.destroy();
+  impl_->pair.destroy();
 }
 
 void forked_stream::ensure() {
@@ -235,6 +236,22 @@ void forked_stream::destroy() noexcept {
   if (stream) SHOAL_CUDA_LOG(cudaStreamDestroy(std::exchange(stream, nullptr)));
   if (fork) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(fork, nullptr)));
   if (join) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(join, nullptr)));
+}
+
+void pair_streams::ensure() {
+  push.ensure();
+  gather.ensure();
+  for (auto* events : {&pushed, &reduced})
+    for (cudaEvent_t& e : *events)
+      if (!e) SHOAL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+void pair_streams::destroy() noexcept {
+  push.destroy();
+  gather.destroy();
+  for (auto* events : {&pushed, &reduced})
+    for (cudaEvent_t& e : *events)
+      if (e) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(e, nullptr)));
 }
 
 int world::pe() const noexcept { return impl_->boot->pe(); }

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,17 @@ bool is_host_memory(const void* p);
 struct forked_stream {
   cudaStream_t stream = nullptr;
   cudaEvent_t fork = nullptr, join = nullptr;
+  void ensure();
+  void destroy() noexcept;
+};
+
+// The streams of the two-member all-reduce with the copy engines (coll/copy_engine_reduce.hpp): `push`
+// sends this member's chunks of the peer's half, `gather` sends the reduced chunks of its own half back;
+// pushed[k] and reduced[k] hand chunk k over. Created on first use.
+inline constexpr std::size_t kMaxPairChunks = 16;
+struct pair_streams {
+  forked_stream push, gather;
+  std::array<cudaEvent_t, kMaxPairChunks> pushed{}, reduced{};
   void ensure();
   void destroy() noexcept;
 };
@@ -97,6 +109,8 @@ struct world::impl {
   // side; its events hand each chunk over.
   std::mutex network_mutex;
   forked_stream network;
+  std::mutex pair_mutex;
+  pair_streams pair;
   // Where a host atomic's kernel leaves the old value: pinned host memory mapped for the device, read
   // after the stream is synchronized. Not device memory copied back: a copy into the caller's pageable
   // variable would wait for the kernel inside the CUDA driver, and across nodes that kernel waits for
