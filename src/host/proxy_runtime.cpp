@@ -45,7 +45,12 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
   SHOAL_CUDA_CHECK(cudaMemcpy(channel_, &channel, sizeof(channel), cudaMemcpyHostToDevice));
 
   const proxy_limits limits{.n_pes = boot.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
-  const proxy_engine_options options{.lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1)};
+  // The watchdog speaks before a kernel's wait for the proxy times out (at half SHOAL_WAIT_TIMEOUT, 5 s at most).
+  const double wait_timeout = process_config().wait_timeout;
+  const auto stall_warning = std::chrono::milliseconds(
+      wait_timeout > 0 ? std::max<std::int64_t>(1, std::min<std::int64_t>(5000, std::int64_t(wait_timeout * 500))) : 5000);
+  const proxy_engine_options options{.lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1),
+                                     .stall_warning = stall_warning};
   engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits, options);
   boot.barrier();  // every engine's handlers are installed before any PE's engine sends
   engine_->start();

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -101,12 +102,14 @@ class local_memory {
 // signals use std::atomic_ref, so host threads of this PE may use atomic_ref on the same words concurrently.
 // Test knobs: with `slots` it lends that many payload buffers of `slot_bytes` (copies to and from them are
 // plain copies as well); with `deferred_flushes` a flush begun completes only at every third
-// flushed() call, as a GPU stream's would complete later. How the CPU tests drive the engine's lent-buffer
-// and flush-batch paths.
+// flushed() call, as a GPU stream's would complete later; `before_flush_begin` runs at the start of every
+// flush_begin() (a test blocks in it as a CUDA call can). How the CPU tests drive the engine's lent-buffer,
+// flush-batch and watchdog paths.
 struct host_memory_knobs {
   std::size_t slots = 0;
   std::size_t slot_bytes = 0;
   bool deferred_flushes = false;
+  std::function<void()> before_flush_begin;
 };
 
 class host_local_memory final : public local_memory {
@@ -119,7 +122,10 @@ class host_local_memory final : public local_memory {
   void atomic(std::uint64_t offset, const local_atomic& op, std::uint64_t* old) override;
   void signal(std::uint64_t offset, proxy_signal_op op, std::uint64_t value) override;
   void flush() override { completed_ = issued_; }
-  std::uint64_t flush_begin() override { return ++issued_; }
+  std::uint64_t flush_begin() override {
+    if (before_flush_begin_) before_flush_begin_();
+    return ++issued_;
+  }
   bool flushed(std::uint64_t ticket) override {
     if (!deferred_flushes_ || ++polls_ % 3 == 0) completed_ = issued_;
     return completed_ >= ticket;
@@ -148,6 +154,7 @@ class host_local_memory final : public local_memory {
   payload_pool lendable_;
   std::size_t lends_ = 0;
   bool deferred_flushes_ = false;
+  std::function<void()> before_flush_begin_;
   std::uint64_t issued_ = 0, completed_ = 0, polls_ = 0;  // flush tickets
 };
 

@@ -68,16 +68,24 @@ void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
     bool busy = false;
     try {
       now_ = proxy_clock::now();
+      pass_began_.store(now_.time_since_epoch().count(), std::memory_order_relaxed);
+      enter("taking requests from its ring");
       busy |= consume();
+      enter("sending requests");
       busy |= pump();
+      enter("in the network (receiving, and serving peers' requests)");
       busy |= net_.progress();
       probe();
+      enter("flushing its copies");
       busy |= settle();
+      enter(nullptr);
     } catch (const error& e) {
       // A throwing network or memory leaves the engine's state unknown: record it and end the thread.
+      enter(nullptr);
       fail(e.category(), -1, std::nullopt, e.what());
       return;
     } catch (const std::exception& e) {
+      enter(nullptr);
       fail(errc::internal, -1, std::nullopt, e.what());
       return;
     }
@@ -89,6 +97,15 @@ void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
       std::this_thread::yield();
     }
   }
+}
+
+std::optional<proxy_stall> proxy_engine_core::stall(proxy_clock::time_point now,
+                                                    std::chrono::milliseconds at_least) const {
+  const char* step = step_.load(std::memory_order_acquire);
+  if (step == nullptr) return std::nullopt;
+  const proxy_clock::duration ran = now - proxy_clock::time_point(proxy_clock::duration(pass_began_.load(std::memory_order_relaxed)));
+  if (ran < at_least) return std::nullopt;
+  return proxy_stall{.seconds = std::chrono::duration<double>(ran).count(), .step = step};
 }
 
 void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t> request, const std::string& detail) {
@@ -343,7 +360,8 @@ void proxy_engine_core::probe() {
 
 proxy_engine::proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory, const proxy_limits& limits,
                            const proxy_engine_options& options)
-    : core_(std::make_unique<proxy_engine_core>(ring, net, memory, limits, options)) {}
+    : core_(std::make_unique<proxy_engine_core>(ring, net, memory, limits, options)),
+      stall_warning_(options.stall_warning) {}
 
 proxy_engine::~proxy_engine() {
   halt();
@@ -354,12 +372,44 @@ void proxy_engine::start() {
   if (started_) throw error(errc::invalid_argument, "proxy_engine::start", "already started");
   started_ = true;
   thread_ = std::thread([this] { core_->run(stop_requested_); });
+  if (stall_warning_.count() > 0) watchdog_ = std::thread([this] { watch(); });
 }
 
 void proxy_engine::halt() noexcept {
-  stop_requested_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(watch_mutex_);
+    stop_requested_.store(true, std::memory_order_release);
+  }
+  watch_wakeup_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
   if (thread_.joinable()) thread_.join();
   core_->stop_ring();  // the thread is gone: the ring's consumer is ours now
+}
+
+// Looks at the proxy thread a few times per stall_warning and warns once per pass that outlasts it.
+void proxy_engine::watch() {
+  const auto period = std::clamp(stall_warning_ / 4, std::chrono::milliseconds(5), std::chrono::milliseconds(1000));
+  std::unique_lock lock(watch_mutex_);
+  double reported = 0;  // the stall already warned about: its length when it was seen
+  while (!watch_wakeup_.wait_for(lock, period, [this] { return stop_requested_.load(std::memory_order_acquire); })) {
+    const std::optional<proxy_stall> s = stall(stall_warning_);
+    if (!s) {
+      reported = 0;
+    } else if (reported == 0 || s->seconds < reported) {
+      reported = s->seconds;
+      SHOAL_LOG_WARN(proxy,
+                     "the proxy thread has been {} for {:.1f} s: a CUDA or network call is not returning, and every "
+                     "request of this PE waits for it. Another thread of this process waiting in a synchronous "
+                     "CUDA call (a copy to or from pageable memory) while a kernel waits on the proxy is one "
+                     "cause: see docs/proxy-design.md, \"Blocking CUDA calls beside a kernel that waits on the "
+                     "proxy\"",
+                     s->step, s->seconds);
+    }
+  }
+}
+
+std::optional<proxy_stall> proxy_engine::stall(std::chrono::milliseconds at_least) const {
+  return core_->stall(proxy_clock::now(), at_least);
 }
 
 void proxy_engine::stop() {

@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -39,6 +42,16 @@ struct proxy_engine_options {
   // While replies from a peer are awaited and nothing arrived from it for this long, the engine sends it a
   // ping: a dead peer then fails that send (network_status::peer_failed) instead of leaving a silent hang.
   std::chrono::milliseconds probe_interval{100};
+  // When one pass of the proxy thread's loop has run this long, a watchdog thread logs a warning naming
+  // the step it is in: a CUDA or network call that does not return stalls every request of the PE, and
+  // the kernels waiting on them only time out (SHOAL_WAIT_TIMEOUT) without saying why. 0: no watchdog.
+  std::chrono::milliseconds stall_warning{5000};
+};
+
+// A pass of the proxy thread that has not ended: how long it has run and the step it is in.
+struct proxy_stall {
+  double seconds = 0;
+  const char* step = "";
 };
 
 // Counters for tests and diagnostics (read while running: each is exact, the set is not a snapshot).
@@ -78,14 +91,22 @@ class proxy_engine {
   void check() const;
   bool failed() const noexcept;
   proxy_engine_counters counters() const noexcept;
+  // The current pass of the proxy thread, when it has run for at least `at_least`; nullopt while the
+  // thread is idle or its passes are short.
+  std::optional<proxy_stall> stall(std::chrono::milliseconds at_least) const;
 
  private:
   void halt() noexcept;  // stop() without check()
+  void watch();          // the watchdog thread's body (options.stall_warning)
 
   std::unique_ptr<proxy_engine_core> core_;
+  std::chrono::milliseconds stall_warning_;
   std::atomic<bool> stop_requested_{false};
   bool started_ = false;
   std::thread thread_;
+  std::mutex watch_mutex_;
+  std::condition_variable watch_wakeup_;  // stop() ends the watchdog's sleep
+  std::thread watchdog_;
 };
 
 }  // namespace shoal::detail

@@ -107,6 +107,8 @@ class proxy_engine_core {
   void check() const;
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   proxy_engine_counters counters() const noexcept;
+  // The pass in progress, if it has run for at least `at_least` (read by the watchdog thread).
+  std::optional<proxy_stall> stall(proxy_clock::time_point now, std::chrono::milliseconds at_least) const;
 
   // Network callbacks (proxy thread, from network::progress()).
   static void on_request_message(void* ctx, const network_message& m);
@@ -152,6 +154,11 @@ class proxy_engine_core {
   std::deque<std::uint64_t> quiets_;                     // quiet tickets, completed once all before them are
   std::uint64_t awaiting_ = 0;                           // sum of peers_[*].awaiting
   proxy_clock::time_point now_{};                        // read once per pass of the loop
+  // For the watchdog: when the current pass began, and its step (null between passes). The thread
+  // stores the time first and the step with release, so a step read with acquire comes with its time.
+  std::atomic<proxy_clock::rep> pass_began_{0};
+  std::atomic<const char*> step_{nullptr};
+  void enter(const char* step) { step_.store(step, std::memory_order_release); }
   proxy_clock::time_point next_probe_{};
 
   mutable std::mutex failure_mutex_;

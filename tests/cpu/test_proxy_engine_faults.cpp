@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,38 @@ error failure_of(proxy_engine& engine) {
   }
   ADD_FAILURE() << "the engine reports no failure";
   return error(errc::internal, "", "none");
+}
+
+// A proxy thread stuck in one call (here PE 0's flush, as a CUDA call held up by another thread of the
+// process can be) is named by the watchdog: stall() reports the step, the warning is logged once for the
+// whole stall, and the request completes when the call returns.
+TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAPassThatDoesNotEnd) {
+  std::atomic<bool> hold{true};
+  engine_job job({.engine = {.stall_warning = 50ms},
+                  .before_flush_begin =
+                      [&] {
+                        while (hold.load()) std::this_thread::sleep_for(1ms);
+                      },
+                  .seed = 5});
+  job.start();
+  testing::internal::CaptureStderr();
+  const proxy_request r{.op = proxy_op::put, .pe = 1, .remote_offset = 64, .local = 0, .size = 100};
+  ASSERT_EQ(proxy_host_post(job[0].ring, r, kPatience).status, proxy_status::ok);
+  ASSERT_TRUE(eventually([&] { return job[0].engine->stall(50ms).has_value(); }));
+  const proxy_stall s = *job[0].engine->stall(50ms);
+  EXPECT_STREQ(s.step, "flushing its copies");
+  EXPECT_GE(s.seconds, 0.05);
+  EXPECT_FALSE(job[1].engine->stall(50ms).has_value()) << "PE 1 had nothing to do: its thread is idle";
+  std::this_thread::sleep_for(300ms);  // many watchdog periods of the same stall
+  hold = false;
+  EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string warning = "the proxy thread has been flushing its copies for";
+  const std::size_t first = log.find(warning);
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
+  EXPECT_EQ(std::memcmp(job[1].base() + 64, job[0].base(), 100), 0) << "the put did not land";
+  job.stop_all();
 }
 
 TEST(ProxyEngineFaults, KilledPeerIsReportedByEveryEngineAndBlockedProducersReturn) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -38,6 +39,7 @@ struct job_options {
   std::size_t lend_slots = 0;     // payload buffers each PE's memory lends (of engine.chunk_bytes each)
   bool deferred_flushes = false;  // each PE's memory completes flushes late (host_memory_knobs)
   bool windows = false;           // the lent buffers live in network payload windows (open_payload_windows)
+  std::function<void()> before_flush_begin;  // runs in every PE's memory at each flush_begin (host_memory_knobs)
   std::uint64_t seed = 1;
 };
 
@@ -74,7 +76,10 @@ inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64
   proxy_ring_initialize(pe->ring, o.first_sequence);
   pe->memory = std::make_unique<host_local_memory>(
       pe->base(), o.heap_bytes,
-      host_memory_knobs{.slots = o.lend_slots, .slot_bytes = o.engine.chunk_bytes, .deferred_flushes = o.deferred_flushes});
+      host_memory_knobs{.slots = o.lend_slots,
+                        .slot_bytes = o.engine.chunk_bytes,
+                        .deferred_flushes = o.deferred_flushes,
+                        .before_flush_begin = o.before_flush_begin});
   return pe;
 }
 
