@@ -45,7 +45,7 @@ using storage_t = std::conditional_t<
     std::is_integral_v<T>,
     typename fixed_int<sizeof(T), std::is_signed_v<T> && (Op == reduce_op::min || Op == reduce_op::max)>::type, T>;
 
-// One chunk of the two-member all-reduce with the copy engines: dst[k] = op(dst[k], src[k]), all local.
+// One chunk of a two-member reduction with the copy engines: dst[k] = op(dst[k], src[k]), all local.
 template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) combine_kernel(T* dst, const T* src, std::size_t count) {
   await_previous_kernel();
@@ -61,8 +61,8 @@ void launch_combine(const team& t, void* dst, const void* src, std::size_t count
     using S = storage_t<T, Op>;
     // Two CTAs per SM of 512 threads keep HBM busy; the copy engines need no SMs.
     const unsigned ctas = unsigned(std::min<std::size_t>(264, (count * sizeof(T) + 16383) / 16384));
-    launch_coll(t, combine_kernel<S, Op>, {ctas, kCollThreads}, stream, "shoal::reduce_on_stream", static_cast<S*>(dst),
-                static_cast<const S*>(src), count);
+    launch_coll(t, combine_kernel<S, Op>, {ctas, kCollThreads}, stream, "shoal::reduce_on_stream (copy engines)",
+                static_cast<S*>(dst), static_cast<const S*>(src), count);
   }
 }
 
@@ -157,10 +157,10 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
-  const bool copy_engines = !kScatter && reduces_with_copy_engines(t, algo, dst, src, bytes);
+  const bool copy_engines = reduces_with_copy_engines(t, coll, algo, dst, src, bytes);
   visit_op(op, [&]<reduce_op Op>(op_tag<Op>) {
     if (copy_engines)
-      reduce_pair_with_copy_engines(t, h, dst, src, count, sizeof(T), stream, call, &launch_combine<T, Op>);
+      reduce_pair_with_copy_engines(t, h, coll, dst, src, count, sizeof(T), stream, call, &launch_combine<T, Op>);
     else
       launch_reduce<kScatter, T, Op>(t, h, launch, dst, src, count, stream, call);
   });

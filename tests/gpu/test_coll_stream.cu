@@ -327,31 +327,32 @@ TEST(CollStream, CopyEngineExchanges) {
   check_graph_replay(t);
 }
 
-// The out-of-place two-shot all-reduce of a two-member team moves its halves with the copy engines once
-// each half reaches SHOAL_COLL_CE_BYTES (coll/copy_engine_reduce.hpp). With the threshold at 1 byte every
-// such call takes that path: every operator on int32, sums of bfloat16 and float, bytes, odd and
-// misaligned counts, halves of several 16 MiB chunks; in place stays on the kernel path; then a graph.
-TEST(CollStream, CopyEngineAllReduce) {
+// A two-member team's out-of-place two-shot all-reduce moves its halves with the copy engines once each
+// half reaches SHOAL_COLL_CE_BYTES, and its direct reduce-scatter once each block does
+// (coll/copy_engine_reduce.hpp). With the threshold at 1 byte every such call takes that path: every
+// operator on int32, sums of bfloat16, max of float, xor of bytes, odd and misaligned counts, and buffers
+// of several 16 MiB chunks; an in-place all-reduce stays on the kernel path; then a graph.
+TEST(CollStream, CopyEngineReductions) {
   SHOAL_REQUIRE_WORLD(2);
   SHOAL_REQUIRE_ONE_NODE();
   world& w = *the_world();
-  if (w.n_pes() != 2) GTEST_SKIP() << "the copy-engine all-reduce is for teams of two; this job has " << w.n_pes();
+  if (w.n_pes() != 2) GTEST_SKIP() << "the copy-engine reductions are for teams of two; this job has " << w.n_pes();
   scoped_env env({{"SHOAL_COLL_CE_BYTES", "1"}});
   team t = world_copy_with(w, {"two_shot", "direct", "direct"});
-  const std::vector<coll_kind> reduce = {coll_kind::reduce};
+  const std::vector<coll_kind> kinds = {coll_kind::reduce, coll_kind::reducescatter};
   std::uint64_t seed = 720;
   for (int o = 0; o < kReduceOpCount; ++o) {
     const auto op = static_cast<reduce_op>(o);
     SCOPED_TRACE(std::string("operator ") + std::string(shoal::to_string(op)));
-    run_stream_matrix<std::int32_t>(t, {.kinds = reduce, .counts = {1, 2, 37, 10000, 65537}, .op = op}, seed++);
+    run_stream_matrix<std::int32_t>(t, {.kinds = kinds, .counts = {1, 2, 37, 10000, 65537}, .op = op}, seed++);
   }
-  run_stream_matrix<__nv_bfloat16>(t, {.kinds = reduce, .counts = {3, 40003}}, seed++);
-  run_stream_matrix<float>(t, {.kinds = reduce, .counts = {5, 65537}, .op = reduce_op::max}, seed++);
-  run_stream_matrix<std::uint8_t>(t, {.kinds = reduce, .counts = {1, 7, 40003}, .op = reduce_op::bit_xor}, seed++);
-  // Halves of 17 MiB: two chunks each, the second shorter.
+  run_stream_matrix<__nv_bfloat16>(t, {.kinds = kinds, .counts = {3, 40003}}, seed++);
+  run_stream_matrix<float>(t, {.kinds = kinds, .counts = {5, 65537}, .op = reduce_op::max}, seed++);
+  run_stream_matrix<std::uint8_t>(t, {.kinds = kinds, .counts = {1, 7, 40003}, .op = reduce_op::bit_xor}, seed++);
+  // A 34 MiB all-reduce (halves of two chunks) and reduce-scatter blocks of 34 MiB (three chunks); the last
+  // chunk of each is shorter.
   run_stream_matrix<std::int32_t>(
-      t, {.kinds = reduce, .counts = {(std::size_t{34} << 20) / 4 + 3}, .misaligned = false, .in_place = false},
-      seed++);
+      t, {.kinds = kinds, .counts = {(std::size_t{34} << 20) / 4 + 3}, .misaligned = false, .in_place = false}, seed++);
   check_graph_replay(t);
 }
 
