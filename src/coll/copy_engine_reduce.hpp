@@ -22,7 +22,7 @@ namespace shoal::detail {
 // Whether an on-stream reduction `coll` with a result of `bytes` in `dst`, from `src`, on `t`, that runs
 // `algo` takes this path: two members reachable by load/store (SHOAL_COLL_CE_BYTES is 0 on other teams);
 // an all-reduce out of place, two-shot, each half at least SHOAL_COLL_CE_BYTES; a reduce-scatter direct,
-// each member's block at least SHOAL_COLL_CE_BYTES.
+// each member's block more than twice SHOAL_COLL_CE_BYTES.
 bool reduces_with_copy_engines(const team& t, collective coll, algorithm algo, const void* dst, const void* src,
                                std::size_t bytes);
 

@@ -328,10 +328,11 @@ TEST(CollStream, CopyEngineExchanges) {
 }
 
 // A two-member team's out-of-place two-shot all-reduce moves its halves with the copy engines once each
-// half reaches SHOAL_COLL_CE_BYTES, and its direct reduce-scatter once each block does
-// (coll/copy_engine_reduce.hpp). With the threshold at 1 byte every such call takes that path: every
-// operator on int32, sums of bfloat16, max of float, xor of bytes, odd and misaligned counts, and buffers
-// of several 16 MiB chunks; an in-place all-reduce stays on the kernel path; then a graph.
+// half reaches SHOAL_COLL_CE_BYTES, and its direct reduce-scatter once each block passes twice that
+// (coll/copy_engine_reduce.hpp). With the threshold at 1 byte nearly every such call takes that path (a
+// reduce-scatter of 1- or 2-byte blocks stays on the kernel path): every operator on int32, sums of
+// bfloat16, max of float, xor of bytes, odd and misaligned counts, and buffers of several 16 MiB chunks;
+// an in-place all-reduce stays on the kernel path; then a graph.
 TEST(CollStream, CopyEngineReductions) {
   SHOAL_REQUIRE_WORLD(2);
   SHOAL_REQUIRE_ONE_NODE();
