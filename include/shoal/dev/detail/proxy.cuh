@@ -110,20 +110,14 @@ __device__ inline void proxy_await(const device_handle& h, std::uint64_t sequenc
   if (s != proxy_status::ok) proxy_trap(h, call, pe, s);
 }
 
-// The proxied paths below that load/store-only callers pass over (quiet's wait, a barrier's or a
-// signal's post) stay out of line, so that those callers (an in-kernel barrier, every quiet) carry none of
-// their code.
-__device__ __noinline__ inline void proxy_quiet_wait(const device_handle& h) {
+// Every request this PE posted before the call is complete. Nothing to do without a proxy.
+__device__ inline void proxy_quiet(const device_handle& h) {
+  if (h.proxy == nullptr) return;
   const proxy_ring_view& ring = h.proxy->ring;
   const std::uint64_t issued = proxy_issued(ring);
   if (proxy_complete_before(ring, issued)) return;
   const proxy_status s = proxy_wait_complete_before(ring, issued, proxy_deadline(h));
   if (s != proxy_status::ok) proxy_trap(h, "quiet", kProxyAllPes, s);
-}
-
-// Every request this PE posted before the call is complete. Nothing to do without a proxy.
-__device__ inline void proxy_quiet(const device_handle& h) {
-  if (h.proxy != nullptr) proxy_quiet_wait(h);
 }
 
 // ---- puts, gets, signals: posted by one thread ----
@@ -161,8 +155,8 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   return proxy_submit(h, r, call);
 }
 
-__device__ __noinline__ inline void proxy_signal(const device_handle& h, std::uint64_t* sig, std::uint64_t value,
-                                                sig_op op, int pe) {
+__device__ inline void proxy_signal(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op,
+                                    int pe) {
   proxy_request r{};
   r.op = proxy_op::signal;
   r.pe = pe;
