@@ -30,13 +30,13 @@ span_of split(std::size_t count, std::size_t grain, std::size_t part, std::size_
 // What one member moves and reduces, in bytes, with the elements it reduces and sends counted apart (an
 // all-reduce's halves may differ by a grain).
 struct pair_plan {
-  const std::byte* to_peer;    // this member's contribution to the peer's result (its src) ...
-  std::byte* peer_landing;     // ... lands in the peer's dst, where the peer reduces it
+  const std::byte* to_peer;  // this member's contribution to the peer's result (its src) ...
+  std::byte* peer_landing;   // ... lands in the peer's dst, where the peer reduces it
   std::size_t to_peer_elements;
-  std::byte* result;           // this member's result (its dst), where the peer's contribution landed
-  const std::byte* own;        // this member's own contribution to it (its src)
+  std::byte* result;     // this member's result (its dst), where the peer's contribution landed
+  const std::byte* own;  // this member's own contribution to it (its src)
   std::size_t result_elements;
-  std::byte* peer_result;      // all-reduce: the place of this member's result in the peer's dst; else null
+  std::byte* peer_result;  // all-reduce: the place of this member's result in the peer's dst; else null
 };
 
 // Streams: the caller's runs the meetings and the reductions; `push` copies this member's contribution to
@@ -90,7 +90,8 @@ void run_pair(const team& t, const team_handle& h, const pair_plan& p, std::size
 bool reduces_with_copy_engines(const team& t, collective coll, algorithm algo, const void* dst, const void* src,
                                std::size_t bytes) {
   if (t.size() != 2 || t.copy_engine_bytes() == 0) return false;
-  if (coll == collective::reduce) return algo == algorithm::two_shot && dst != src && bytes / 2 >= t.copy_engine_bytes();
+  if (coll == collective::reduce)
+    return algo == algorithm::two_shot && dst != src && bytes / 2 >= t.copy_engine_bytes();
   // One phase of pushes leaves less to overlap than an all-reduce's two, so a reduce-scatter gains only
   // on larger blocks: measured 1.5% behind the SM copies at 64 MiB, 1.5% ahead at 96, 3-5% from 128 (perf
   // notes 29).
@@ -109,19 +110,28 @@ void reduce_pair_with_copy_engines(const team& t, const team_handle& h, collecti
     // Member m owns half m of the buffer: it sends its src of the peer's half to the same place of the
     // peer's dst, reduces its own half in place and sends the result to the same place of the peer's dst.
     const std::size_t grain = std::max<std::size_t>(1, 16 / element_bytes);
-    const span_of my_half = split(count, grain, std::size_t(me), 2), peer_half = split(count, grain, std::size_t(peer), 2);
+    const span_of my_half = split(count, grain, std::size_t(me), 2),
+                  peer_half = split(count, grain, std::size_t(peer), 2);
     const std::size_t at_mine = my_half.first * element_bytes, at_peers = peer_half.first * element_bytes;
     run_pair(t, h,
-             {.to_peer = from + at_peers, .peer_landing = theirs + at_peers, .to_peer_elements = peer_half.size(),
-              .result = mine + at_mine, .own = from + at_mine, .result_elements = my_half.size(),
+             {.to_peer = from + at_peers,
+              .peer_landing = theirs + at_peers,
+              .to_peer_elements = peer_half.size(),
+              .result = mine + at_mine,
+              .own = from + at_mine,
+              .result_elements = my_half.size(),
               .peer_result = theirs + at_mine},
              element_bytes, stream, call, combine);
   } else {
     // Block j of src is member j's: this member's block `peer` lands in the peer's dst, and its own block
     // is added to what the peer sent into its dst.
     run_pair(t, h,
-             {.to_peer = from + std::size_t(peer) * dst_bytes, .peer_landing = theirs, .to_peer_elements = count,
-              .result = mine, .own = from + std::size_t(me) * dst_bytes, .result_elements = count,
+             {.to_peer = from + std::size_t(peer) * dst_bytes,
+              .peer_landing = theirs,
+              .to_peer_elements = count,
+              .result = mine,
+              .own = from + std::size_t(me) * dst_bytes,
+              .result_elements = count,
               .peer_result = nullptr},
              element_bytes, stream, call, combine);
   }

@@ -45,12 +45,13 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
   SHOAL_CUDA_CHECK(cudaMemcpy(channel_, &channel, sizeof(channel), cudaMemcpyHostToDevice));
 
   const proxy_limits limits{.n_pes = boot.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
-  // The watchdog speaks before a kernel's wait for the proxy times out (at half SHOAL_WAIT_TIMEOUT, 5 s at most).
-  const double wait_timeout = process_config().wait_timeout;
+  // The watchdog speaks before a kernel's wait for the proxy times out: at half SHOAL_WAIT_TIMEOUT, 5 s at most.
+  const double timeout_ms = process_config().wait_timeout * 1000;  // 0: kernels wait forever
   const auto stall_warning = std::chrono::milliseconds(
-      wait_timeout > 0 ? std::max<std::int64_t>(1, std::min<std::int64_t>(5000, std::int64_t(wait_timeout * 500))) : 5000);
-  const proxy_engine_options options{.lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1),
-                                     .stall_warning = stall_warning};
+      timeout_ms > 0 ? std::clamp<std::int64_t>(std::int64_t(timeout_ms / 2), 1, 5000) : 5000);
+  const proxy_engine_options options{
+      .lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1),
+      .stall_warning = stall_warning};
   engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits, options);
   boot.barrier();  // every engine's handlers are installed before any PE's engine sends
   engine_->start();

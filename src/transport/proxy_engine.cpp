@@ -103,7 +103,8 @@ std::optional<proxy_stall> proxy_engine_core::stall(proxy_clock::time_point now,
                                                     std::chrono::milliseconds at_least) const {
   const char* step = step_.load(std::memory_order_acquire);
   if (step == nullptr) return std::nullopt;
-  const proxy_clock::duration ran = now - proxy_clock::time_point(proxy_clock::duration(pass_began_.load(std::memory_order_relaxed)));
+  const proxy_clock::duration ran =
+      now - proxy_clock::time_point(proxy_clock::duration(pass_began_.load(std::memory_order_relaxed)));
   if (ran < at_least) return std::nullopt;
   return proxy_stall{.seconds = std::chrono::duration<double>(ran).count(), .step = step};
 }
@@ -291,7 +292,8 @@ bool proxy_engine_core::settle() {
   if (any) {
     proxy_batch& b = flushing_.emplace_back();
     b.ticket = memory_.flush_begin();
-    SHOAL_LOG_TRACE(proxy, "flush {} begun: {} messages, {} requests finished", b.ticket, staged_.size(), finished_.size());
+    SHOAL_LOG_TRACE(proxy, "flush {} begun: {} messages, {} requests finished", b.ticket, staged_.size(),
+                    finished_.size());
     b.staged.swap(staged_);
     b.finished.swap(finished_);
     b.lent.swap(held_lent_);
@@ -322,7 +324,8 @@ void proxy_engine_core::release(proxy_batch& batch) {
     if (peers_[out->pe].dead) continue;
     const std::span<const std::byte> payload(out->payload, out->payload_bytes);
     proxy_outgoing* raw = out.release();
-    SHOAL_LOG_TRACE(proxy, "sending kind {} of request {} to PE {}", int(raw->header.kind), raw->header.request, raw->pe);
+    SHOAL_LOG_TRACE(proxy, "sending kind {} of request {} to PE {}", int(raw->header.kind), raw->header.request,
+                    raw->pe);
     count(n_sent_);
     // The network owns the message until on_sent, which deletes it.
     net_.send(raw->pe, raw->handler, proxy_wire_bytes(raw->header), payload, network_done{&on_sent, raw});
