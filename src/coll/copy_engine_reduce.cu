@@ -5,27 +5,13 @@
 #include <cstdint>
 #include <mutex>
 
+#include "coll/pair_chunks.hpp"
 #include "coll/stream_common.hpp"
 #include "host/cuda_check.hpp"
 #include "host/world_impl.hpp"
 
 namespace shoal::detail {
 namespace {
-
-// Chunks of about this size: small enough that the last chunk's reduction and push (the part that no
-// other traffic overlaps) stay short, large enough that each copy runs near the copy engine's speed.
-constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
-
-// Part `part` of `parts` of [0, count), cut on 16-byte boundaries (`grain` elements): the same cut on
-// both members.
-struct span_of {
-  std::size_t first, last;
-  std::size_t size() const { return last - first; }
-};
-span_of split(std::size_t count, std::size_t grain, std::size_t part, std::size_t parts) {
-  auto edge = [&](std::size_t p) { return std::min(count, (count * p / parts + grain - 1) / grain * grain); };
-  return {edge(part), edge(part + 1)};
-}
 
 // What one member moves and reduces, in bytes, with the elements it reduces and sends counted apart (an
 // all-reduce's halves may differ by a grain).
@@ -50,9 +36,8 @@ struct pair_plan {
 void run_pair(const team& t, const team_handle& h, const pair_plan& p, std::size_t element_bytes, cudaStream_t stream,
               const char* call, combine_launcher combine) {
   world::impl& w = t.internals();
-  const std::size_t grain = std::max<std::size_t>(1, 16 / element_bytes);
-  const std::size_t larger = std::max(p.to_peer_elements, p.result_elements) * element_bytes;
-  const std::size_t chunks = std::clamp<std::size_t>((larger + kChunkBytes - 1) / kChunkBytes, 1, kMaxPairChunks);
+  const std::size_t grain = grain_of(element_bytes);
+  const std::size_t chunks = pair_chunks(std::max(p.to_peer_elements, p.result_elements) * element_bytes);
   auto bytes = [&](std::size_t elements) { return elements * element_bytes; };
 
   std::lock_guard<std::mutex> lock(w.pair_mutex);
@@ -61,14 +46,14 @@ void run_pair(const team& t, const team_handle& h, const pair_plan& p, std::size
   SHOAL_CUDA_CHECK(cudaEventRecord(w.pair.push.fork, stream));
   SHOAL_CUDA_CHECK(cudaStreamWaitEvent(w.pair.push.stream, w.pair.push.fork, 0));
   for (std::size_t k = 0; k < chunks; ++k) {
-    const span_of c = split(p.to_peer_elements, grain, k, chunks);
+    const element_span c = split_on_grain(p.to_peer_elements, grain, k, chunks);
     if (c.size() != 0)
       SHOAL_CUDA_CHECK(cudaMemcpyAsync(p.peer_landing + bytes(c.first), p.to_peer + bytes(c.first), bytes(c.size()),
                                        cudaMemcpyDeviceToDevice, w.pair.push.stream));
     SHOAL_CUDA_CHECK(cudaEventRecord(w.pair.pushed[k], w.pair.push.stream));
   }
   for (std::size_t k = 0; k < chunks; ++k) {
-    const span_of c = split(p.result_elements, grain, k, chunks);
+    const element_span c = split_on_grain(p.result_elements, grain, k, chunks);
     SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, w.pair.pushed[k], 0));
     meet_on_stream_serialized(h, stream, call);  // both pushes of chunk k have landed
     if (c.size() != 0) combine(t, p.result + bytes(c.first), p.own + bytes(c.first), c.size(), stream);
@@ -109,9 +94,8 @@ void reduce_pair_with_copy_engines(const team& t, const team_handle& h, collecti
   if (coll == collective::reduce) {
     // Member m owns half m of the buffer: it sends its src of the peer's half to the same place of the
     // peer's dst, reduces its own half in place and sends the result to the same place of the peer's dst.
-    const std::size_t grain = std::max<std::size_t>(1, 16 / element_bytes);
-    const span_of my_half = split(count, grain, std::size_t(me), 2),
-                  peer_half = split(count, grain, std::size_t(peer), 2);
+    const element_span my_half = split_on_grain(count, grain_of(element_bytes), std::size_t(me), 2),
+                       peer_half = split_on_grain(count, grain_of(element_bytes), std::size_t(peer), 2);
     const std::size_t at_mine = my_half.first * element_bytes, at_peers = peer_half.first * element_bytes;
     run_pair(t, h,
              {.to_peer = from + at_peers,

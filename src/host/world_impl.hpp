@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "coll/pair_chunks.hpp"
 #include "host/heap_allocator.hpp"
 #include "host/proxy_runtime.hpp"
 #include "host/symmetric_heap.hpp"
@@ -42,10 +43,9 @@ struct forked_stream {
 // The streams of the two-member all-reduce with the copy engines (coll/copy_engine_reduce.hpp): `push`
 // sends this member's chunks of the peer's half, `gather` sends the reduced chunks of its own half back;
 // pushed[k] and reduced[k] hand chunk k over. Created on first use.
-inline constexpr std::size_t kMaxPairChunks = 16;
 struct pair_streams {
   forked_stream push, gather;
-  std::array<cudaEvent_t, kMaxPairChunks> pushed{}, reduced{};
+  std::array<cudaEvent_t, detail::kMaxPairChunks> pushed{}, reduced{};
   void ensure();
   void destroy() noexcept;
 };
