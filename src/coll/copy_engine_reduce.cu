@@ -13,8 +13,8 @@
 namespace shoal::detail {
 namespace {
 
-// What one member moves and reduces, in bytes, with the elements it reduces and sends counted apart (an
-// all-reduce's halves may differ by a grain).
+// What one member moves and reduces: byte addresses, and element counts for what it sends and what it
+// reduces (an all-reduce's halves may differ by a grain).
 struct pair_plan {
   const std::byte* to_peer;  // this member's contribution to the peer's result (its src) ...
   std::byte* peer_landing;   // ... lands in the peer's dst, where the peer reduces it
@@ -56,7 +56,8 @@ void run_pair(const team& t, const team_handle& h, const pair_plan& p, std::size
     const element_span c = split_on_grain(p.result_elements, grain, k, chunks);
     SHOAL_CUDA_CHECK(cudaStreamWaitEvent(stream, w.pair.pushed[k], 0));
     meet_on_stream_serialized(h, stream, call);  // both pushes of chunk k have landed
-    if (c.size() != 0) combine(t, p.result + bytes(c.first), p.own + bytes(c.first), c.size(), stream);
+    if (c.size() != 0)
+      combine(t, unsigned(h.resident_ctas), p.result + bytes(c.first), p.own + bytes(c.first), c.size(), stream);
     if (p.peer_result == nullptr) continue;
     SHOAL_CUDA_CHECK(cudaEventRecord(w.pair.reduced[k], stream));
     SHOAL_CUDA_CHECK(cudaStreamWaitEvent(w.pair.gather.stream, w.pair.reduced[k], 0));
@@ -94,8 +95,9 @@ void reduce_pair_with_copy_engines(const team& t, const team_handle& h, collecti
   if (coll == collective::reduce) {
     // Member m owns half m of the buffer: it sends its src of the peer's half to the same place of the
     // peer's dst, reduces its own half in place and sends the result to the same place of the peer's dst.
-    const element_span my_half = split_on_grain(count, grain_of(element_bytes), std::size_t(me), 2),
-                       peer_half = split_on_grain(count, grain_of(element_bytes), std::size_t(peer), 2);
+    const std::size_t grain = grain_of(element_bytes);
+    const element_span my_half = split_on_grain(count, grain, std::size_t(me), 2),
+                       peer_half = split_on_grain(count, grain, std::size_t(peer), 2);
     const std::size_t at_mine = my_half.first * element_bytes, at_peers = peer_half.first * element_bytes;
     run_pair(t, h,
              {.to_peer = from + at_peers,

@@ -26,8 +26,10 @@ namespace shoal::detail {
 bool reduces_with_copy_engines(const team& t, collective coll, algorithm algo, const void* dst, const void* src,
                                std::size_t bytes);
 
-// dst[k] = op(dst[k], src[k]) for k < count on `stream`, for the element type and operator at hand.
-using combine_launcher = void (*)(const team& t, void* dst, const void* src, std::size_t count, cudaStream_t stream);
+// dst[k] = op(dst[k], src[k]) for k < count on `stream`, for the element type and operator at hand, on at
+// most two CTAs per SM of a GPU with `sms` SMs.
+using combine_launcher = void (*)(const team& t, unsigned sms, void* dst, const void* src, std::size_t count,
+                                  cudaStream_t stream);
 
 // Enqueues the whole reduction `coll` (reduce or reducescatter) with a result of `count` elements of
 // `element_bytes` on `stream` (capturable in a CUDA graph). `combine` launches the local reduction of one

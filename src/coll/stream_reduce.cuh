@@ -56,11 +56,11 @@ __global__ void __launch_bounds__(kCollThreads) combine_kernel(T* dst, const T* 
 }
 
 template <typename T, reduce_op Op>
-void launch_combine(const team& t, void* dst, const void* src, std::size_t count, cudaStream_t stream) {
+void launch_combine(const team& t, unsigned sms, void* dst, const void* src, std::size_t count, cudaStream_t stream) {
   if constexpr (op_defined_for_v<T, Op>) {
     using S = storage_t<T, Op>;
-    // Two CTAs per SM of 512 threads keep HBM busy; the copy engines need no SMs.
-    const unsigned ctas = unsigned(std::min<std::size_t>(264, (count * sizeof(T) + 16383) / 16384));
+    // Up to two CTAs of 512 threads per SM, 16 KiB each at least, keep HBM busy; the copy engines need no SMs.
+    const unsigned ctas = unsigned(std::min<std::size_t>(2 * std::size_t(sms), (count * sizeof(T) + 16383) / 16384));
     launch_coll(t, combine_kernel<S, Op>, {ctas, kCollThreads}, stream, "shoal::reduce_on_stream (copy engines)",
                 static_cast<S*>(dst), static_cast<const S*>(src), count);
   }

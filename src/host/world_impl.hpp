@@ -40,9 +40,9 @@ struct forked_stream {
   void destroy() noexcept;
 };
 
-// The streams of the two-member all-reduce with the copy engines (coll/copy_engine_reduce.hpp): `push`
-// sends this member's chunks of the peer's half, `gather` sends the reduced chunks of its own half back;
-// pushed[k] and reduced[k] hand chunk k over. Created on first use.
+// The streams of the two-member reductions with the copy engines (coll/copy_engine_reduce.hpp): `push`
+// sends this member's chunks of the peer's result, `gather` (all-reduce only) sends the reduced chunks
+// of its own back; pushed[k] and reduced[k] hand chunk k over. Created on first use.
 struct pair_streams {
   forked_stream push, gather;
   std::array<cudaEvent_t, detail::kMaxPairChunks> pushed{}, reduced{};
