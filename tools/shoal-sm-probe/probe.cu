@@ -27,7 +27,18 @@ namespace {
     }                                                                                                       \
   } while (0)
 
-enum class variant { sm_put, sm_get, sm_store_only, sm_load_only, tma_put, tma_get, tma_store_only, tma_load_only };
+enum class variant {
+  sm_put,
+  sm_get,
+  sm_store_only,
+  sm_load_only,
+  sm_local_copy,
+  tma_put,
+  tma_get,
+  tma_store_only,
+  tma_load_only,
+  tma_local_copy
+};
 
 struct variant_info {
   variant v;
@@ -41,10 +52,12 @@ constexpr variant_info kVariants[] = {
     {variant::sm_get, "SM get: 16 B ld.cg remote, st local", false, true},
     {variant::sm_store_only, "SM st remote from registers", false, false},
     {variant::sm_load_only, "SM ld.cg remote into registers", false, false},
+    {variant::sm_local_copy, "SM local copy (copy_bytes, no peer)", false, true},
     {variant::tma_put, "TMA put: bulk local->smem->remote", true, true},
     {variant::tma_get, "TMA get: bulk remote->smem->local", true, true},
     {variant::tma_store_only, "TMA bulk store smem->remote", true, false},
     {variant::tma_load_only, "TMA bulk load remote->smem", true, false},
+    {variant::tma_local_copy, "TMA local copy: bulk local->smem->local", true, true},
 };
 
 struct pipeline {
@@ -113,7 +126,7 @@ __device__ std::uint64_t now_ns() {
 }
 
 // `mine` and `landing` are symmetric buffers of `bytes`; `local` is this PE's private destination.
-__global__ void probe_kernel(shoal::device_handle h, variant v, pipeline p, bool run_here, std::byte* mine,
+__global__ void __launch_bounds__(1024) probe_kernel(shoal::device_handle h, variant v, pipeline p, bool run_here, std::byte* mine,
                              std::byte* landing, std::byte* local, std::size_t bytes, std::uint64_t* sink,
                              std::uint64_t* elapsed_ns) {
   extern __shared__ __align__(128) std::byte smem[];
@@ -156,6 +169,12 @@ __global__ void probe_kernel(shoal::device_handle h, variant v, pipeline p, bool
         if (x == 0x12345678u) sink[0] = x;  // keeps the loads; practically never taken
         break;
       }
+      case variant::sm_local_copy:
+        shoal::detail::copy_bytes(local, mine, bytes, rank, size);
+        break;
+      case variant::tma_local_copy:
+        if (rank == 0) tma_copy(local, mine, bytes, ring, bars, p, true, true);
+        break;
       case variant::tma_put:
         if (rank == 0) tma_copy(remote_landing, mine, bytes, ring, bars, p, true, true);
         break;
@@ -232,7 +251,8 @@ int run() {
       if (rep > 0) gbps.push_back(double(bytes) / double(ns));  // rep 0 warms up
       // A put lands the sender's data in the receiver's landing buffer; a get in the getter's local buffer.
       const bool put = info.v == variant::sm_put || info.v == variant::tma_put;
-      if (info.copies && here && !put) ok &= same_as_pattern(local, bytes, peer_seed);
+      const bool local_copy = info.v == variant::sm_local_copy || info.v == variant::tma_local_copy;
+      if (info.copies && here && !put) ok &= same_as_pattern(local, bytes, local_copy ? seed : peer_seed);
       if (info.copies && put && (both || w.pe() == 1)) ok &= same_as_pattern(landing, bytes, peer_seed);
     }
     std::sort(gbps.begin(), gbps.end());

@@ -21,11 +21,15 @@ template <typename Scope>
 __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first) {
   Scope::sync();
   // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
-  std::uint64_t epoch = load_relaxed(&h.sync->device_barrier_epoch) + 1;
+  std::uint64_t epoch = load_relaxed(&h.sync->device_barrier_epoch);
   // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
   // which can then be relaxed. sync_all promises no completion, so it skips the fence. (A release fence
   // instead of quiet measured the same: docs/perf-notes.md.)
   if (quiet_first && Scope::leader()) quiet(h);
+  // The epoch's load stays in flight under the fence: without this the compiler may use the value before
+  // the fence (it did once quiet gained its proxy branch), and the two latencies add up (perf notes 31).
+  detail::use_after_here(epoch);
+  epoch += 1;
   Scope::sync();
   // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes).
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {

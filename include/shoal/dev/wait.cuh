@@ -69,6 +69,14 @@ __device__ inline T load_relaxed(const T* p) {
   return cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T*>(p)).load(cuda::memory_order_relaxed);
 }
 
+// Keeps the compiler from using `value` (e.g. a loaded word) before this point: the load it came from
+// can then stay in flight under whatever the code before this point waits for, such as a fence.
+template <typename T>
+__device__ inline void use_after_here(T& value) {
+  static_assert(sizeof(T) == 8, "a 64-bit value");
+  asm volatile("" : "+l"(value)::"memory");
+}
+
 // Polls with acquire loads until pred(value) holds. (Relaxed polling followed by one acquire fence was
 // measured slower: the system-scope fence costs more than acquire on every poll; see docs/perf-notes.md.)
 template <typename T, typename Pred>
