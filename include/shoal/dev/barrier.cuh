@@ -17,7 +17,9 @@ namespace shoal {
 
 namespace detail {
 
-template <typename Scope>
+// kProxied: some PE is reached through the proxy (h.proxy is set). Without one the barrier is compiled
+// without the proxy's paths, which cost it 0.3 µs when inlined beside the fence (perf notes 31, 33).
+template <bool kProxied, typename Scope>
 __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first) {
   Scope::sync();
   // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
@@ -25,7 +27,12 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
   // which can then be relaxed. sync_all promises no completion, so it skips the fence. (A release fence
   // instead of quiet measured the same: docs/perf-notes.md.)
-  if (quiet_first && Scope::leader()) quiet(h);
+  if (quiet_first && Scope::leader()) {
+    if constexpr (kProxied)
+      quiet(h);
+    else
+      cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);  // quiet without a proxy
+  }
   // The epoch's load stays in flight under the fence: without this the compiler may use the value before
   // the fence (it did once quiet gained its proxy branch), and the two latencies add up (perf notes 31).
   detail::use_after_here(epoch);
@@ -33,7 +40,10 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   Scope::sync();
   // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes).
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
-    if (std::uint64_t* flag = ptr(h, h.device_barrier_flags + h.pe, pe))
+    if constexpr (!kProxied)
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*remote(h, h.device_barrier_flags + h.pe, pe))
+          .store(epoch, cuda::memory_order_relaxed);
+    else if (std::uint64_t* flag = ptr(h, h.device_barrier_flags + h.pe, pe))
       cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(epoch, cuda::memory_order_relaxed);
     else
       proxy_signal(h, h.device_barrier_flags + h.pe, epoch, sig_op::set, pe);
@@ -78,10 +88,17 @@ __device__ inline void meet(Scope scope, const device_handle& h, bool quiet_firs
   if constexpr (std::is_same_v<Scope, grid_scope>) {
     if (quiet_first) quiet(h);  // each thread its own RMA: the grid has no single leader to do it
     grid_sync(h);
-    if (grid_scope::block_rank() == 0) meet_all_pes(block, h, false);
+    if (grid_scope::block_rank() == 0) {
+      if (h.proxy != nullptr)
+        meet_all_pes<true>(block, h, false);
+      else
+        meet_all_pes<false>(block, h, false);
+    }
     grid_sync(h);
+  } else if (h.proxy != nullptr) {
+    meet_all_pes<true>(scope, h, quiet_first);
   } else {
-    meet_all_pes(scope, h, quiet_first);
+    meet_all_pes<false>(scope, h, quiet_first);
   }
 }
 }  // namespace detail

@@ -19,17 +19,19 @@ __device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_f
   SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
   SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
   if (quiet_first) quiet(t.world);  // every thread completes its own RMA
-  if constexpr (is_grid_v<Scope>) {
-    grid_sync(t.world);
-    if (grid_scope::block_rank() == 0) {
-      const std::uint64_t epoch = detail::next_step(block, t, t.channel_first, true).epoch;
-      meet_members(block, t, t.channel_first, 2 * epoch, true);
+  with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (is_grid_v<Scope>) {
+      grid_sync(t.world);
+      if (grid_scope::block_rank() == 0) {
+        const std::uint64_t epoch = next_step(unit, t, t.channel_first, true).epoch;
+        meet_members(unit, t, t.channel_first, 2 * epoch, true);
+      }
+      grid_sync(t.world);
+    } else {
+      const std::uint64_t epoch = next_step(unit, t, t.channel_first, true).epoch;
+      meet_members(unit, t, t.channel_first, 2 * epoch, quiet_first);
     }
-    grid_sync(t.world);
-  } else {
-    const std::uint64_t epoch = next_step(scope, t, t.channel_first, true).epoch;
-    meet_members(scope, t, t.channel_first, 2 * epoch, quiet_first);
-  }
+  });
 }
 }  // namespace detail
 

@@ -95,7 +95,7 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
         if (receives_from(me) && p.dst + me * p.dst_stride + off != send_block(me) + off)
           copy_bytes(p.dst + me * p.dst_stride + off, send_block(me) + off, len, Unit::rank(), Unit::size());
       } else {
-        send_to_member(t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
+        send_to_member(unit, t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
       }
     }
     // Data-ready flags go to every member (those who got no data take them as progress, see
@@ -133,10 +133,11 @@ __device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, 
   for (int j = 0; j < n; ++j) {
     if (!sends_to(j)) continue;
     if (j == me ? !local || (local_threads != 0 && !copies_locally) : copies_locally) continue;
-    if (j == me)
-      copy_bytes(own_to, send_block(j) + r.begin, r.size(), rank, threads);
+    // One copy loop for the own block and the peers' where every member is load/store reachable.
+    if (j == me || !Unit::proxied)
+      copy_bytes(j == me ? own_to : member_ptr(t, own_to, j), send_block(j) + r.begin, r.size(), rank, threads);
     else
-      send_to_member(t, j, own_to, send_block(j) + r.begin, r.size(), rank, threads);
+      send_to_member(unit, t, j, own_to, send_block(j) + r.begin, r.size(), rank, threads);
   }
   arrive(unit, t, ch, 2 * epoch + 1, true, all_members);
   wait_members(unit, t, ch, 2 * epoch + 1, [&](int i) { return receives_from(i); });
@@ -147,21 +148,30 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
                                 SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
-  using Unit = unit_scope_t<Scope>;
   const range r = split_range(p.bytes, 16, u.part, u.parts);
   // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
-  switch (fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct)) {
-    case algorithm::ll:
-      exchange_ll(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
-      break;
-    case algorithm::one_shot:
-      exchange_staged(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
-      break;
-    default:
-      exchange_direct(Unit{}, t, u.channel, p, r, send_block, sends_to, receives_from);
-      break;
-  }
-  finish_proxied(Unit{}, t, r.size());  // each put sends at most this unit's part of a block
+  const algorithm chosen = fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct);
+  with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {  // across nodes the pick is one_shot or direct
+      if (chosen == algorithm::direct)
+        exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+      else
+        exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          exchange_ll(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
+        case algorithm::one_shot:
+          exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
+        default:
+          exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
+      }
+    }
+    finish_proxied(unit, t, r.size());  // each put sends at most this unit's part of a block
+  });
 }
 
 }  // namespace detail

@@ -91,14 +91,14 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
     std::byte* mine = scratch_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
       if (j != me)
-        send_to_member(t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
+        send_to_member(unit, t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
                        len * sizeof(T), Unit::rank(), Unit::size());
     meet_members(unit, t, ch, 2 * epoch, true);
     // Through the proxy a peer's data can arrive before the proxy has read ours: when the reduction below
     // writes over what our puts read (in place), wait until they have (puts of a few bytes read their
     // source when posted). Otherwise the steps of every channel stay in flight together, and
     // finish_proxied waits once at the end of the call.
-    if (t.spans_nodes != 0 && in_place && !proxy_put_reads_source_when_posted(len * sizeof(T))) {
+    if (Unit::proxied && in_place && !proxy_put_reads_source_when_posted(len * sizeof(T))) {
       if (Unit::leader()) proxy_quiet(t.world);
       Unit::sync();
     }
@@ -148,25 +148,31 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
   detail::check_reduce_args(t, dst, src, count, count);
   const detail::coll_unit u = detail::make_unit(scope, t);
   if (!u.active) return;
-  using Unit = detail::unit_scope_t<Scope>;
   const detail::reduce_plan<T> plan{dst, src, count, 0};
   const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  const algorithm chosen = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
-  switch (detail::fit_to_unit(t, collective::reduce, chosen, r.size() * sizeof(T), algorithm::two_shot)) {
-    case algorithm::ll:
-      detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
-      break;
-    case algorithm::one_shot:
-      detail::reduce_staged<Op>(Unit{}, t, u.channel, plan, r);
-      break;
-    default: {
-      // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
-      const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-      detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
-      break;
+  const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
+  const algorithm chosen = detail::fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
+  detail::with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {
+      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
+          break;
+        case algorithm::one_shot:
+          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
+          break;
+        default: {
+          // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
+          const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
+          detail::reduce_pull<Op>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+          break;
+        }
+      }
     }
-  }
-  detail::finish_proxied(Unit{}, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+  });
 }
 
 template <typename Scope, reduce_op Op, typename T>
@@ -176,22 +182,29 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
   detail::check_reduce_args(t, dst, src, count, count * t.size());
   const detail::coll_unit u = detail::make_unit(scope, t);
   if (!u.active) return;
-  using Unit = detail::unit_scope_t<Scope>;
   const detail::reduce_plan<T> plan{dst, src, count, count};
   const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  const algorithm chosen = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
-  switch (detail::fit_to_unit(t, collective::reducescatter, chosen, r.size() * sizeof(T), algorithm::direct)) {
-    case algorithm::ll:
-      detail::reduce_ll<Op>(Unit{}, t, u.channel, plan, r);
-      break;
-    case algorithm::one_shot:
-      detail::reduce_staged<Op>(Unit{}, t, u.channel, plan, r);
-      break;
-    default:
-      detail::reduce_pull<Op>(Unit{}, t, u.channel, plan, r, t.index, false);
-      break;
-  }
-  detail::finish_proxied(Unit{}, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+  const algorithm picked = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
+  const algorithm chosen =
+      detail::fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
+  detail::with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {
+      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
+          break;
+        case algorithm::one_shot:
+          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
+          break;
+        default:
+          detail::reduce_pull<Op>(unit, t, u.channel, plan, r, t.index, false);
+          break;
+      }
+    }
+    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+  });
 }
 
 }  // namespace shoal

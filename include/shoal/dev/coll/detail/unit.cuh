@@ -34,6 +34,25 @@ inline constexpr bool is_grid_v = std::is_same_v<Scope, grid_scope>;
 template <typename Scope>
 using unit_scope_t = std::conditional_t<is_grid_v<Scope>, block_scope, Scope>;
 
+// The type a collective's steps take as `Unit`: the unit's scope (its sync, leader, rank and size), and
+// whether the steps carry the proxy's paths. A team within one node runs steps compiled without them:
+// inlined beside the loads and stores, that code made the kernels spill registers and cost 0.3–1.3 µs
+// per call on teams that never use it (perf notes 33). Only the algorithms a team across nodes runs
+// (team_handle::pick: one_shot and direct) are compiled with them, which bounds the extra build time.
+template <typename Scope, bool kProxied>
+struct unit_steps : Scope {
+  static constexpr bool proxied = kProxied;
+};
+
+// Calls body(Unit{}) with the steps a team needs: with the proxy's paths only when it spans nodes.
+template <typename Scope, typename Body>
+__device__ inline void with_unit_steps(Scope, const team_handle& t, Body body) {
+  if (t.spans_nodes != 0)
+    body(unit_steps<unit_scope_t<Scope>, true>{});
+  else
+    body(unit_steps<unit_scope_t<Scope>, false>{});
+}
+
 struct coll_unit {
   int channel;
   int part;
@@ -102,10 +121,13 @@ __device__ inline T* member_ptr(const team_handle& t, T* p, int member) {
 // Copies `bytes` from `src` to member `member`'s copy of symmetric `dst` with the `threads` threads ranked
 // `rank` (the unit's, or a subset of them that all call). A member on another node gets one put through
 // the proxy, posted by rank 0; a later arrive() signals behind it.
-__device__ inline void send_to_member(const team_handle& t, int member, std::byte* dst, const std::byte* src,
+template <typename Unit>
+__device__ inline void send_to_member(Unit, const team_handle& t, int member, std::byte* dst, const std::byte* src,
                                       std::size_t bytes, unsigned rank, unsigned threads) {
   const int pe = t.layout.pe_at(member);
-  if (std::byte* to = ptr(t.world, dst, pe))
+  if constexpr (!Unit::proxied)
+    copy_bytes(remote(t.world, dst, pe), src, bytes, rank, threads);
+  else if (std::byte* to = ptr(t.world, dst, pe))
     copy_bytes(to, src, bytes, rank, threads);
   else if (rank == 0 && bytes != 0)
     proxy_transfer(t.world, proxy_op::put, dst, const_cast<std::byte*>(src), bytes, pe, "collective");
@@ -117,7 +139,7 @@ __device__ inline void send_to_member(const team_handle& t, int member, std::byt
 // read its sources already and waits for nothing.
 template <typename Unit>
 __device__ inline void finish_proxied(Unit, const team_handle& t, std::size_t largest_put_bytes) {
-  if (t.spans_nodes == 0 || proxy_put_reads_source_when_posted(largest_put_bytes)) return;
+  if (!Unit::proxied || proxy_put_reads_source_when_posted(largest_put_bytes)) return;
   if (Unit::leader()) proxy_quiet(t.world);
   Unit::sync();
 }
@@ -138,7 +160,10 @@ __device__ inline void arrive(Unit, const team_handle& t, int channel, std::uint
     if (i == t.index || !to(i)) continue;
     // On another node the flag goes through the proxy, behind this PE's earlier requests to that member.
     const int pe = t.layout.pe_at(i);
-    if (std::uint64_t* flag = ptr(t.world, flag_of(t, channel, t.index), pe))
+    if constexpr (!Unit::proxied)
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*remote(t.world, flag_of(t, channel, t.index), pe))
+          .store(value, cuda::memory_order_relaxed);
+    else if (std::uint64_t* flag = ptr(t.world, flag_of(t, channel, t.index), pe))
       cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(value, cuda::memory_order_relaxed);
     else
       proxy_signal(t.world, flag_of(t, channel, t.index), value, sig_op::set, pe);
