@@ -151,7 +151,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
   const detail::reduce_plan<T> plan{dst, src, count, 0};
   const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
   const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
-  const algorithm chosen = detail::fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
+  const algorithm chosen =
+      detail::fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
   detail::with_unit_steps(scope, t, [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
       detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
