@@ -133,25 +133,6 @@ __device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, cons
   meet_members(unit, t, ch, 2 * epoch + 1, true);
 }
 
-// Runs the chosen algorithm on the unit's range `r`. The large one pulls elements `pull` of block
-// `pull_block` from every member and writes the result to every member's dst (`write_everywhere`, the
-// two-shot all-reduce) or to this member's (reduce-scatter).
-template <reduce_op Op, typename Scope, typename T>
-__device__ inline void run_reduction(Scope scope, const team_handle& t, const coll_unit& u, const reduce_plan<T>& plan,
-                                     range r, algorithm chosen, range pull, int pull_block, bool write_everywhere) {
-  with_unit_steps(scope, t, [&](auto unit) {
-    if constexpr (decltype(unit)::proxied)
-      reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
-    else if (chosen == algorithm::ll)
-      reduce_ll<Op>(unit, t, u.channel, plan, r);
-    else if (chosen == algorithm::one_shot)
-      reduce_staged<Op>(unit, t, u.channel, plan, r);
-    else
-      reduce_pull<Op>(unit, t, u.channel, plan, pull, pull_block, write_everywhere);
-    finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
-  });
-}
-
 template <typename T>
 __device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t dst_count,
                                          std::size_t src_count) {
@@ -172,9 +153,27 @@ __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* 
   const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
   const algorithm chosen =
       detail::fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
-  // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
-  const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-  detail::run_reduction<Op>(scope, t, u, plan, r, chosen, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+  detail::with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {
+      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
+          break;
+        case algorithm::one_shot:
+          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
+          break;
+        default: {
+          // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
+          const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
+          detail::reduce_pull<Op>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+          break;
+        }
+      }
+    }
+    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+  });
 }
 
 template <typename Scope, reduce_op Op, typename T>
@@ -189,7 +188,24 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
   const algorithm picked = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
   const algorithm chosen =
       detail::fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
-  detail::run_reduction<Op>(scope, t, u, plan, r, chosen, r, t.index, false);
+  detail::with_unit_steps(scope, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {
+      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
+          break;
+        case algorithm::one_shot:
+          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
+          break;
+        default:
+          detail::reduce_pull<Op>(unit, t, u.channel, plan, r, t.index, false);
+          break;
+      }
+    }
+    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+  });
 }
 
 }  // namespace shoal
