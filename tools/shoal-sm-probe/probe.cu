@@ -119,16 +119,10 @@ __device__ void tma_copy(std::byte* dst, const std::byte* src, std::size_t bytes
   if (store) bulk_wait_all();
 }
 
-__device__ std::uint64_t now_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // `mine` and `landing` are symmetric buffers of `bytes`; `local` is this PE's private destination.
-__global__ void __launch_bounds__(1024) probe_kernel(shoal::device_handle h, variant v, pipeline p, bool run_here, std::byte* mine,
-                             std::byte* landing, std::byte* local, std::size_t bytes, std::uint64_t* sink,
-                             std::uint64_t* elapsed_ns) {
+__global__ void __launch_bounds__(1024)
+    probe_kernel(shoal::device_handle h, variant v, pipeline p, bool run_here, std::byte* mine, std::byte* landing,
+                 std::byte* local, std::size_t bytes, std::uint64_t* sink, std::uint64_t* elapsed_ns) {
   extern __shared__ __align__(128) std::byte smem[];
   auto* bars = reinterpret_cast<std::uint64_t*>(smem);
   std::byte* ring = smem + 128;
@@ -139,7 +133,7 @@ __global__ void __launch_bounds__(1024) probe_kernel(shoal::device_handle h, var
     for (int s = 0; s < p.stages; ++s) bar_init(&bars[s]);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   shoal::sync_all(shoal::block, h);
-  const std::uint64_t t0 = now_ns();
+  const std::uint64_t t0 = shoal::detail::global_timer_ns();
   if (run_here) {
     const unsigned rank = threadIdx.x, size = blockDim.x;
     switch (v) {
@@ -191,7 +185,7 @@ __global__ void __launch_bounds__(1024) probe_kernel(shoal::device_handle h, var
     shoal::quiet(h);  // this thread's remote stores are complete
   }
   __syncthreads();
-  if (threadIdx.x == 0) *elapsed_ns = now_ns() - t0;
+  if (threadIdx.x == 0) *elapsed_ns = shoal::detail::global_timer_ns() - t0;
   shoal::sync_all(shoal::block, h);
 }
 
