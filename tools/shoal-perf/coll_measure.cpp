@@ -441,6 +441,9 @@ coll_result measure_coll(context& ctx, const coll_case& c) {
                                                                    : measure_coll_in_kernel(ctx, c);
 }
 
+// On-stream rows up to this size also report their time with the calls queued ahead of the GPU.
+constexpr std::uint64_t kQueuedMaxBytes = 1 << 20;
+
 coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
   if (c.force) throw std::invalid_argument("on-stream collectives take the model's algorithm (SHOAL_ALGO_* forces)");
   const team& t = world_team(ctx.world);
@@ -474,6 +477,12 @@ coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
     r.m.t = summarize(time_coll_batches(ctx, ops, [&](int) {
       for (std::int64_t k = 0; k < ops; ++k) enqueue_one(next_slot++ % n_slots);
     }));
+    // Up to 1 MiB a loop of calls can be bound by the host's enqueue rate: say what the GPU takes apart from it.
+    if (c.bytes <= kQueuedMaxBytes) {
+      r.m.note += "; " + describe(time_queued_calls(
+                             ctx, int(std::min<std::int64_t>(ops, kQueuedCalls)), [&] { enqueue_one(next_slot++ % n_slots); },
+                             [&] { enqueue_one(next_slot++ % n_slots); }));
+    }
     check([&] { enqueue_one(0); });
     return r;
   }

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <string>
 
 #include "shoal/bootstrap.hpp"
+#include "shoal/dev/detail/spin.cuh"
 
 namespace shoal::perf {
 
@@ -62,6 +66,18 @@ constexpr std::uint64_t kMiB = 1ull << 20;
 
 
 __global__ void empty_kernel() {}
+
+// Holds its stream until the host writes *release (mapped pinned memory), or gives up after timeout_ns and
+// says so in *gave_up, so a stuck host never hangs the run.
+__global__ void hold_stream_kernel(const volatile int* release, std::uint64_t timeout_ns, volatile int* gave_up) {
+  const std::uint64_t start = shoal::detail::global_timer_ns();
+  while (*release == 0) {
+    if (shoal::detail::global_timer_ns() - start > timeout_ns) {
+      *gave_up = 1;
+      return;
+    }
+  }
+}
 
 // The seeded pattern: byte i of a buffer is byte (i % 8) of mix(seed + i / 8). Different seeds differ
 // everywhere (with overwhelming probability), so a stale or misplaced byte cannot pass.
@@ -238,6 +254,62 @@ std::vector<double> time_batches(context& ctx, const std::function<void(int)>& e
   }
   ctx.barrier();
   return ms;
+}
+
+queued_timing time_queued_calls(context& ctx, int calls, const std::function<void()>& prologue,
+                                const std::function<void()>& enqueue_one) {
+  int* gate = nullptr;  // [0]: release, [1]: gave up
+  SHOAL_PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), 2 * sizeof(int), cudaHostAllocMapped));
+  int* gate_dev = nullptr;
+  SHOAL_PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
+  auto* release = reinterpret_cast<volatile int*>(gate);
+  cuda_event start, stop;
+  std::vector<double> gpu_ms, host_ms;
+  bool gave_up = false;
+  const int total = ctx.opt.warmup + ctx.opt.reps;
+  for (int batch = 0; batch < total; ++batch) {
+    release[0] = 0;
+    release[1] = 0;
+    ctx.barrier();
+    hold_stream_kernel<<<1, 1, 0, ctx.stream>>>(gate_dev, 1'000'000'000ull, gate_dev + 1);
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    const auto host_start = std::chrono::steady_clock::now();
+    prologue();
+    SHOAL_PERF_CUDA(cudaEventRecord(start.e, ctx.stream));
+    for (int i = 0; i < calls; ++i) enqueue_one();
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    SHOAL_PERF_CUDA(cudaEventRecord(stop.e, ctx.stream));
+    const std::chrono::duration<double, std::milli> host = std::chrono::steady_clock::now() - host_start;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    release[0] = 1;
+    SHOAL_PERF_CUDA(cudaEventSynchronize(stop.e));
+    gave_up |= release[1] != 0;
+    float elapsed = 0;
+    SHOAL_PERF_CUDA(cudaEventElapsedTime(&elapsed, start.e, stop.e));
+    if (batch >= ctx.opt.warmup) {
+      gpu_ms.push_back(elapsed);
+      host_ms.push_back(host.count());
+    }
+  }
+  ctx.barrier();
+  SHOAL_PERF_CUDA(cudaFreeHost(gate));
+  queued_timing q;
+  q.ok = ctx.sum_over_pes(gave_up ? 1 : 0) == 0;
+  if (!q.ok) return q;
+  q.gpu_us = summarize(ctx.max_over_pes(gpu_ms)).median_us * 1e3 / calls;
+  q.host_us = summarize(ctx.max_over_pes(host_ms)).median_us * 1e3 / calls;
+  return q;
+}
+
+std::string describe(const queued_timing& q) {
+  if (!q.ok) return "queued ahead: not measured (the host took over a second to enqueue a batch)";
+  char text[128];
+  std::snprintf(text, sizeof text, "queued ahead: GPU %.2f us, host enqueue %.2f us per call", q.gpu_us, q.host_us);
+  return text;
+}
+
+queued_timing measure_launch_floor_queued(context& ctx, int launches) {
+  return time_queued_calls(ctx, launches, [] {}, [&] { empty_kernel<<<1, 1, 0, ctx.stream>>>(); });
 }
 
 double measure_launch_floor(context& ctx, int launches) {

@@ -203,9 +203,27 @@ class context {
 // elapsed milliseconds of the timed batches on this PE.
 std::vector<double> time_batches(context& ctx, const std::function<void(int batch)>& enqueue);
 
+// The GPU's own time per call, apart from the host's: the stream is held by a kernel until the host has
+// enqueued `prologue()` and then `calls` x `enqueue_one()`, so the GPU runs the calls back to back without
+// waiting for the host. gpu_us: per call, between an event after the prologue and one after the calls
+// (slowest PE; a prologue of one collective call absorbs the skew between the PEs' releases). host_us: the
+// host's enqueue time per call (slowest PE). ok: false when a hold gave up (the host took over a second
+// to enqueue the batch, e.g. a full launch queue); then the figures are NaN. Collective.
+inline constexpr int kQueuedCalls = 256;  // calls per held batch: well inside the GPU's queue of launches
+struct queued_timing {
+  double gpu_us = kNaN;
+  double host_us = kNaN;
+  bool ok = false;
+};
+queued_timing time_queued_calls(context& ctx, int calls, const std::function<void()>& prologue,
+                                const std::function<void()>& enqueue_one);
+std::string describe(const queued_timing& q);  // "queued ahead: GPU x us, host enqueue y us per call"
+
 // Median empty-kernel launch time in microseconds: `launches` back-to-back launches of an empty kernel
 // between two events, repeated ctx.opt.reps times.
 double measure_launch_floor(context& ctx, int launches);
+// The same empty kernels queued ahead of the GPU (time_queued_calls): the GPU's own rate, apart from the host's.
+queued_timing measure_launch_floor_queued(context& ctx, int launches);
 
 // ---- correctness (collective) -------------------------------------------------------------------------
 

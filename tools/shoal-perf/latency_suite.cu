@@ -213,7 +213,10 @@ measurement measure_barrier_on_stream(context& ctx) {
   measurement m;
   m.ops = calls;
   m.t = summarize(us);
-  m.note = "slowest PE";
+  m.note = "slowest PE; " +
+           describe(time_queued_calls(
+               ctx, std::min(calls, kQueuedCalls), [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); },
+               [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); }));
   return m;
 }
 

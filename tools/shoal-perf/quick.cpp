@@ -177,7 +177,7 @@ void run_quick(context& ctx) {
   floor.what = "per empty kernel launch";
   floor.from_pe = floor.to_pe = -1;
   floor.t.median_us = ctx.launch_floor_us;
-  floor.note = "reference machine: 3.8-5.0 us";
+  floor.note = "reference machine: 3.8-5.0 us; " + describe(measure_launch_floor_queued(ctx, kQueuedCalls));
   out.add(floor);
 
   run_quick_collectives(ctx);
