@@ -17,7 +17,8 @@ struct sync_state {
   std::uint64_t device_barrier_epoch;  // device barriers this PE has completed (kernel and graph forms)
   std::uint64_t grid_arrivals;         // grid-scope sync of this PE's running kernel: CTAs arrived
   std::uint64_t grid_generation;       // bumped by the last CTA to arrive
-  std::uint64_t reserved[5];
+  std::uint64_t stream_barrier_epoch;  // barrier_all_on_stream calls this PE has completed
+  std::uint64_t reserved[4];
 };
 // User buffers registered with world::register_buffer: reached through this table, since they do not
 // lie in the heap's slots. The table lives in device memory at a fixed address; register and unregister

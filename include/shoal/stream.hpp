@@ -34,9 +34,10 @@ void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint
 void quiet_on_stream(world& w, cudaStream_t stream);
 
 // All PEs meet in stream order: later work on `stream` starts once every PE's stream reached its
-// barrier, and every PE's work before it is complete. Outside capture it is stream memory operations
-// only (no kernel); under capture it is a small kernel whose epochs live in device memory, so a graph
-// replays correctly any number of times. Every PE must make its n-th call the same way (captured or not).
+// barrier, and every PE's work before it is complete. It is a one-warp kernel whose epochs live in device
+// memory, so it may be captured in a CUDA graph and the graph replayed any number of times, and captured
+// and direct calls mix freely. Its launch overlaps the previous kernel's (SHOAL_COLL_PDL). It has flags of
+// its own: a barrier_all in a kernel on another stream does not take part in it.
 void barrier_all_on_stream(world& w, cudaStream_t stream);
 
 }  // namespace shoal

@@ -54,24 +54,30 @@ void check_launch(cudaError_t status, const char* call);
 // Whether this team's on-stream collectives overlap their launch with the previous kernel (SHOAL_COLL_PDL).
 bool overlap_launches(const team& t);
 
-// Launches an on-stream collective kernel of team `t`. With overlap_launches(t) it is a programmatic
-// dependent launch:
-// the GPU may start it while the previous kernel of the stream still runs, which hides the launch
-// latency of back-to-back calls (CUDA graphs included). Every kernel launched here must call
-// await_previous_kernel() before it touches memory; without the attribute that call does nothing.
+// Launches an on-stream kernel; with `overlap` it is a programmatic dependent launch: the GPU may start
+// it while the previous kernel of the stream still runs, which hides the launch latency of back-to-back
+// calls (CUDA graphs included). Every kernel launched here must call await_previous_kernel() before it
+// touches memory; without the attribute that call does nothing.
 template <typename... Params, typename... Args>
-void launch_coll(const team& t, void (*kernel)(Params...), coll_launch launch, cudaStream_t stream,
-                 const char* call, Args&&... args) {
+void launch_on_stream(bool overlap, void (*kernel)(Params...), coll_launch launch, cudaStream_t stream,
+                      const char* call, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(launch.ctas);
   config.blockDim = dim3(launch.threads);
   config.stream = stream;
-  cudaLaunchAttribute overlap[1]{};
-  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = overlap;
-  config.numAttrs = overlap_launches(t) ? 1 : 0;
+  cudaLaunchAttribute programmatic[1]{};
+  programmatic[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = programmatic;
+  config.numAttrs = overlap ? 1 : 0;
   check_launch(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), call);
+}
+
+// Launches an on-stream collective kernel of team `t`, overlapped when overlap_launches(t).
+template <typename... Params, typename... Args>
+void launch_coll(const team& t, void (*kernel)(Params...), coll_launch launch, cudaStream_t stream, const char* call,
+                 Args&&... args) {
+  launch_on_stream(overlap_launches(t), kernel, launch, stream, call, std::forward<Args>(args)...);
 }
 
 #ifdef __CUDACC__

@@ -1,5 +1,6 @@
 // Barriers inside kernels at thread, warp, block and grid scope, many in a row: each round every PE
 // writes a value into every other PE and, after the barrier, must see every PE's value of that round.
+// Then the barriers on a stream, after host copies and after a kernel's puts.
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
@@ -84,6 +85,55 @@ TEST(Barrier, OnStreamAndHostInterleaved) {
   cudaStreamDestroy(s);
   cudaFreeHost(mine);
   w.free(value);
+}
+
+// A kernel's puts, then a barrier on the stream with no quiet between them: the barrier alone must make
+// them visible at their target. Rounds take turns: barrier_all_on_stream called directly, the same barrier
+// replayed from a captured graph (direct and captured calls mix), and the world team's barrier_on_stream.
+__global__ void put_to_pe(device_handle h, std::uint8_t* dst, const std::uint8_t* src, std::size_t n, int pe) {
+  put_nbi(grid, h, dst, src, n, pe);
+}
+
+TEST(Barrier, OnStreamCompletesEarlierKernelPuts) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
+  std::uint8_t* src = nullptr;
+  std::uint8_t* seen = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&seen, n), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  barrier_all_on_stream(w, s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int round = 0; round < 30; ++round) {
+    upload(src, random_bytes(7000 + round * 8 + w.pe(), n));
+    put_to_pe<<<16, 256, 0, s>>>(w.device_handle(), inbox, src, n, next_pe(w));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    if (round % 3 == 0)
+      barrier_all_on_stream(w, s);
+    else if (round % 3 == 1)
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    else
+      barrier_on_stream(world_team(w), s);
+    ASSERT_EQ(cudaMemcpyAsync(seen, inbox, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    barrier_all_on_stream(w, s);  // the peer's next round writes my inbox only after I have copied it
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const std::vector<std::uint8_t> got(seen, seen + n);
+    EXPECT_EQ(first_mismatch(got, random_bytes(7000 + round * 8 + prev_pe(w), n)), -1) << "round " << round;
+  }
+  barrier_all(w);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  cudaFreeHost(seen);
+  cudaFree(src);
+  w.free(inbox);
 }
 
 }  // namespace

@@ -17,13 +17,16 @@ namespace shoal {
 
 namespace detail {
 
+// A meeting of all PEs on a set of flags: `flags` (symmetric, n_pes words) and `epoch_word` (this PE's count
+// of meetings on them). The kernel forms use the device barrier's set, barrier_all_on_stream its own.
 // kProxied: some PE is reached through the proxy (h.proxy is set). Without one the barrier is compiled
 // without the proxy's paths, which cost it 0.3 µs when inlined beside the fence (perf notes 31, 33).
 template <bool kProxied, typename Scope>
-__device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first) {
+__device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first, std::uint64_t* flags,
+                                    std::uint64_t* epoch_word) {
   Scope::sync();
   // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
-  std::uint64_t epoch = load_relaxed(&h.sync->device_barrier_epoch);
+  std::uint64_t epoch = load_relaxed(epoch_word);
   // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
   // which can then be relaxed. sync_all promises no completion, so it skips the fence. (A release fence
   // instead of quiet measured the same: docs/perf-notes.md.)
@@ -41,20 +44,18 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes).
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
     if constexpr (!kProxied)
-      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*remote(h, h.device_barrier_flags + h.pe, pe))
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*remote(h, flags + h.pe, pe))
           .store(epoch, cuda::memory_order_relaxed);
-    else if (std::uint64_t* flag = ptr(h, h.device_barrier_flags + h.pe, pe))
+    else if (std::uint64_t* flag = ptr(h, flags + h.pe, pe))
       cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(epoch, cuda::memory_order_relaxed);
     else
-      proxy_signal(h, h.device_barrier_flags + h.pe, epoch, sig_op::set, pe);
+      proxy_signal(h, flags + h.pe, epoch, sig_op::set, pe);
   }
   // The next barrier reads the epoch only after its opening scope barrier, so it can be stored now.
   if (Scope::leader())
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(h.sync->device_barrier_epoch)
-        .store(epoch, cuda::memory_order_relaxed);
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*epoch_word).store(epoch, cuda::memory_order_relaxed);
   // Wait: every PE's arrival at this epoch (or a later one: a fast PE may already be in the next).
-  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size())
-    wait_until(h, h.device_barrier_flags + pe, cmp::ge, epoch);
+  for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) wait_until(h, flags + pe, cmp::ge, epoch);
   Scope::sync();
 }
 
@@ -81,6 +82,15 @@ __device__ inline void grid_sync(const device_handle& h) {
 }
 
 namespace detail {
+// meet_all_pes on the device barrier's flags, compiled with the proxy's paths only when there is a proxy.
+template <typename Scope>
+__device__ inline void meet_all_pes_on_device_flags(Scope scope, const device_handle& h, bool quiet_first) {
+  if (h.proxy != nullptr)
+    meet_all_pes<true>(scope, h, quiet_first, h.device_barrier_flags, &h.sync->device_barrier_epoch);
+  else
+    meet_all_pes<false>(scope, h, quiet_first, h.device_barrier_flags, &h.sync->device_barrier_epoch);
+}
+
 // At grid scope the CTAs meet, CTA 0 meets the other PEs, and the CTAs meet again; at smaller scopes
 // the scope meets the other PEs directly. With `quiet_first`, every thread's earlier RMA is completed.
 template <typename Scope>
@@ -88,17 +98,10 @@ __device__ inline void meet(Scope scope, const device_handle& h, bool quiet_firs
   if constexpr (std::is_same_v<Scope, grid_scope>) {
     if (quiet_first) quiet(h);  // each thread its own RMA: the grid has no single leader to do it
     grid_sync(h);
-    if (grid_scope::block_rank() == 0) {
-      if (h.proxy != nullptr)
-        meet_all_pes<true>(block, h, false);
-      else
-        meet_all_pes<false>(block, h, false);
-    }
+    if (grid_scope::block_rank() == 0) meet_all_pes_on_device_flags(block, h, false);
     grid_sync(h);
-  } else if (h.proxy != nullptr) {
-    meet_all_pes<true>(scope, h, quiet_first);
   } else {
-    meet_all_pes<false>(scope, h, quiet_first);
+    meet_all_pes_on_device_flags(scope, h, quiet_first);
   }
 }
 }  // namespace detail
