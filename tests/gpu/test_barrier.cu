@@ -9,11 +9,14 @@ namespace {
 
 constexpr int kRounds = 50;
 
+// The writer is the scope's last thread (at grid scope the last CTA's), not the one that announces the
+// arrival: the barrier's one fence must cover other threads' writes.
 template <typename Scope>
 __global__ void barrier_rounds(device_handle h, int* slots, int* errors) {
   Scope scope;
   for (int r = 1; r <= kRounds; ++r) {
-    bool writer = std::is_same_v<Scope, grid_scope> ? grid_scope::leader() : Scope::leader();
+    const bool writer = std::is_same_v<Scope, grid_scope> ? blockIdx.x == gridDim.x - 1 && threadIdx.x == blockDim.x - 1
+                                                          : Scope::rank() == Scope::size() - 1;
     if (writer)
       for (int pe = 0; pe < h.n_pes; ++pe) p(h, slots + (r % 2) * h.n_pes + h.pe, r, pe);
     barrier_all(scope, h);

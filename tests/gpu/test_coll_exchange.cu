@@ -105,14 +105,16 @@ TEST(CollExchange, BytesGridScope) {
 
 constexpr int kBarrierRounds = 50;
 
-// Each round the scope's leader writes the round into its slot on every member, then the team meets:
-// barrier must complete those writes itself; before sync the writer completes them with quiet. After
-// the meeting every member's slot must hold this round. Two rows alternate so a fast member cannot
-// overwrite a value a slow one still checks.
+// Each round the scope's last thread (at grid scope the last CTA's: not the thread that announces the
+// arrival, so the barrier's one fence must cover other threads' writes) writes the round into its slot on
+// every member, then the team meets: barrier must complete those writes itself; before sync the writer
+// completes them with quiet. After the meeting every member's slot must hold this round. Two rows
+// alternate so a fast member cannot overwrite a value a slow one still checks.
 template <typename Scope>
 __global__ void team_meet_rounds(team_handle t, bool use_sync, int* slots, int* errors) {
   constexpr bool kGrid = std::is_same_v<Scope, grid_scope>;
-  const bool writer = kGrid ? grid_scope::leader() : Scope::leader();
+  const bool writer =
+      kGrid ? blockIdx.x == gridDim.x - 1 && threadIdx.x == blockDim.x - 1 : Scope::rank() == Scope::size() - 1;
   const int n = team_n_pes(t), me = team_my_pe(t);
   for (int r = 1; r <= kBarrierRounds; ++r) {
     if (writer) {

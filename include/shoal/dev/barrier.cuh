@@ -96,9 +96,10 @@ __device__ inline void meet_all_pes_on_device_flags(Scope scope, const device_ha
 template <typename Scope>
 __device__ inline void meet(Scope scope, const device_handle& h, bool quiet_first) {
   if constexpr (std::is_same_v<Scope, grid_scope>) {
-    if (quiet_first) quiet(h);  // each thread its own RMA: the grid has no single leader to do it
+    // grid_sync orders every thread's earlier writes before CTA 0's meeting, whose leader's one fence
+    // (quiet) is cumulative over them: no thread needs a fence of its own (perf notes 37).
     grid_sync(h);
-    if (grid_scope::block_rank() == 0) meet_all_pes_on_device_flags(block, h, false);
+    if (grid_scope::block_rank() == 0) meet_all_pes_on_device_flags(block, h, quiet_first);
     grid_sync(h);
   } else {
     meet_all_pes_on_device_flags(scope, h, quiet_first);

@@ -14,30 +14,30 @@
 namespace shoal {
 
 namespace detail {
+// One system fence for all the caller's threads: the leader's release in arrive(), after the unit met
+// (at grid scope: after the grid met in grid_sync, then CTA 0's leader), is cumulative over every thread's
+// earlier writes, as barrier_all's is. A quiet in every thread before it would be a second fence: 2 us
+// more per barrier kernel on a stream (perf notes 36). Requests through the proxy are the PE's, so the
+// leader's wait for them covers every thread's.
 template <typename Scope>
 __device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_first) {
   SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
   SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
   with_unit_steps(scope, t, [&](auto unit) {
     using Unit = decltype(unit);
-    if constexpr (is_grid_v<Scope>) {
-      if (quiet_first) quiet(t.world);  // every thread completes its own RMA: the grid has no single leader
-      grid_sync(t.world);
-      if (grid_scope::block_rank() == 0) {
-        const std::uint64_t epoch = next_step(unit, t, t.channel_first, true).epoch;
-        meet_members(unit, t, t.channel_first, 2 * epoch, true);
-      }
-      grid_sync(t.world);
-    } else {
-      // One system fence for the whole unit: arrive()'s release fence, by the leader after the unit met,
-      // covers every thread's earlier writes (it is cumulative), as barrier_all's does. A quiet in every
-      // thread before it would be a second fence: 2 us more per barrier kernel on a stream (perf notes 36).
-      // Requests through the proxy are the PE's, so the leader's wait for them covers the unit's.
+    auto meet = [&] {
       const std::uint64_t epoch = next_step(unit, t, t.channel_first, true).epoch;
       if constexpr (Unit::proxied) {
         if (quiet_first && Unit::leader()) proxy_quiet(t.world);
       }
       meet_members(unit, t, t.channel_first, 2 * epoch, quiet_first);
+    };
+    if constexpr (is_grid_v<Scope>) {
+      grid_sync(t.world);
+      if (grid_scope::block_rank() == 0) meet();
+      grid_sync(t.world);
+    } else {
+      meet();
     }
   });
 }
