@@ -38,7 +38,6 @@ driver_api load() {
   resolve(api.mem_import_from_shareable_handle, "cuMemImportFromShareableHandle");
   resolve(api.stream_write_value64, "cuStreamWriteValue64");
   resolve(api.stream_wait_value64, "cuStreamWaitValue64");
-  resolve(api.stream_batch_mem_op, "cuStreamBatchMemOp");
   resolve(api.mem_get_address_range, "cuMemGetAddressRange");
   resolve(api.module_get_loading_mode, "cuModuleGetLoadingMode");
   return api;

@@ -21,7 +21,6 @@ struct driver_api {
   decltype(&::cuMemImportFromShareableHandle) mem_import_from_shareable_handle;
   decltype(&::cuStreamWriteValue64) stream_write_value64;
   decltype(&::cuStreamWaitValue64) stream_wait_value64;
-  decltype(&::cuStreamBatchMemOp) stream_batch_mem_op;
   decltype(&::cuMemGetAddressRange) mem_get_address_range;
   decltype(&::cuModuleGetLoadingMode) module_get_loading_mode;
 };

@@ -129,8 +129,8 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
   s.require_device("shoal::barrier_all_on_stream");
   if (w.n_pes() == 1) return;  // stream order is the whole barrier
   // Across nodes the device barrier reaches peers through the proxy. Within a node a one-warp kernel meets
-  // on flags of its own, overlapped with the previous kernel's launch: 3.0 us per barrier, where one batch of
-  // stream memory operations (a write and a wait per peer) took 5-7 us of the GPU's time (perf notes 36).
+  // on flags of its own, overlapped with the previous kernel's launch: 3.4 us of the GPU's time per barrier,
+  // where one batch of stream memory operations (a write and a wait per peer) took 5-7 us (perf notes 36).
   if (s.proxy) {
     barrier_kernel<<<1, 32, 0, stream>>>(w.device_handle());
     SHOAL_CUDA_CHECK(cudaGetLastError());
