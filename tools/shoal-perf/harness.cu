@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -258,11 +259,12 @@ std::vector<double> time_batches(context& ctx, const std::function<void(int)>& e
 
 queued_timing time_queued_calls(context& ctx, int calls, const std::function<void()>& prologue,
                                 const std::function<void()>& enqueue_one) {
-  int* gate = nullptr;  // [0]: release, [1]: gave up
-  SHOAL_PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), 2 * sizeof(int), cudaHostAllocMapped));
+  int* pinned = nullptr;  // [0]: release, [1]: gave up
+  SHOAL_PERF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&pinned), 2 * sizeof(int), cudaHostAllocMapped));
+  const std::unique_ptr<int, void (*)(int*)> gate(pinned, [](int* p) { cudaFreeHost(p); });
   int* gate_dev = nullptr;
-  SHOAL_PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
-  auto* release = reinterpret_cast<volatile int*>(gate);
+  SHOAL_PERF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate.get(), 0));
+  auto* release = reinterpret_cast<volatile int*>(gate.get());
   cuda_event start, stop;
   std::vector<double> gpu_ms, host_ms;
   bool gave_up = false;
@@ -292,7 +294,6 @@ queued_timing time_queued_calls(context& ctx, int calls, const std::function<voi
     }
   }
   ctx.barrier();
-  SHOAL_PERF_CUDA(cudaFreeHost(gate));
   queued_timing q;
   q.ok = ctx.sum_over_pes(gave_up ? 1 : 0) == 0;
   if (!q.ok) return q;
