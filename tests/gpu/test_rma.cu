@@ -55,7 +55,8 @@ template <typename Scope>
 void run_matrix(launch_shape shape, std::size_t max_bytes) {
   shoal::world& w = *the_world();
   const std::size_t kGuard = 64;
-  const std::size_t sizes[] = {0, 1, 7, 16, 4096 + 3, 65536 + 9, (1u << 20) + 5};
+  // 8 and 13 leave 16-byte-aligned copies with edges of one 8-byte piece, and of 8 + 4 + 1 bytes.
+  const std::size_t sizes[] = {0, 1, 7, 8, 13, 16, 4096 + 3, 65536 + 9, (1u << 20) + 5};
   const std::pair<std::size_t, std::size_t> offsets[] = {{0, 0}, {1, 1}, {3, 5}, {8, 0}, {16, 4}};
   const std::size_t capacity = (1u << 20) + 5 + 2 * kGuard + 32;
 

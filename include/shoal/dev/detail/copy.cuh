@@ -37,18 +37,48 @@ __device__ inline void copy_elements(V* dst, const V* src, std::size_t count, st
   for (; i < count; i += size) dst[i] = copy_load<kCoherent>(src + i);
 }
 
+template <typename T, bool kCoherent>
+__device__ inline void copy_one(std::byte* dst, const std::byte* src) {
+  *reinterpret_cast<T*>(dst) = copy_load<kCoherent>(reinterpret_cast<const T*>(src));
+}
+
+// Copies the `bytes` before dst's first V boundary, or after its last (fewer than sizeof(V); src shares
+// dst's offset modulo sizeof(V)): pieces of 8, 4, 2 or 1 bytes, each the widest that dst's alignment and
+// the bytes left allow, one piece per thread. An 8-byte edge then leaves as one store, not eight.
+template <typename V, bool kCoherent>
+__device__ inline void copy_edge(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t rank,
+                                 std::size_t size) {
+  std::size_t owner = 0;  // the thread that copies the next piece: pieces go round the threads
+  while (bytes != 0) {
+    std::size_t width = sizeof(V) > 1 ? sizeof(V) / 2 : 1;
+    while (width > 1 && (reinterpret_cast<std::uintptr_t>(dst) % width != 0 || width > bytes)) width /= 2;
+    if (owner == rank) {
+      switch (width) {
+        case 8: copy_one<unsigned long long, kCoherent>(dst, src); break;
+        case 4: copy_one<unsigned, kCoherent>(dst, src); break;
+        case 2: copy_one<unsigned short, kCoherent>(dst, src); break;
+        default: copy_one<unsigned char, kCoherent>(dst, src);
+      }
+    }
+    if (++owner == size) owner = 0;
+    dst += width;
+    src += width;
+    bytes -= width;
+  }
+}
+
 template <typename V, bool kCoherent = false>
 __device__ inline void copy_aligned(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t rank,
                                     std::size_t size) {
   // Head: bytes up to dst's first V boundary (src shares dst's offset modulo sizeof(V)).
   std::size_t head = (sizeof(V) - reinterpret_cast<std::uintptr_t>(dst) % sizeof(V)) % sizeof(V);
   if (head > bytes) head = bytes;
-  for (std::size_t i = rank; i < head; i += size) dst[i] = copy_load<kCoherent>(src + i);
+  copy_edge<V, kCoherent>(dst, src, head, rank, size);
   std::size_t body = (bytes - head) / sizeof(V);
   copy_elements<V, kCoherent>(reinterpret_cast<V*>(dst + head), reinterpret_cast<const V*>(src + head), body, rank,
                               size);
-  std::size_t done = head + body * sizeof(V);
-  for (std::size_t i = done + rank; i < bytes; i += size) dst[i] = copy_load<kCoherent>(src + i);
+  const std::size_t done = head + body * sizeof(V);
+  copy_edge<V, kCoherent>(dst + done, src + done, bytes - done, rank, size);
 }
 
 template <bool kCoherent = false>
