@@ -81,8 +81,20 @@ void launch_coll(const team& t, void (*kernel)(Params...), coll_launch launch, c
 }
 
 #ifdef __CUDACC__
-// The first statement of every kernel launch_coll starts: waits until the previous kernel of the stream
-// has finished and its writes are visible, then lets the next kernel's launch begin. Releasing the next
+// Asks L2 for the first kMaxPrefetchBytes of a call's source, one 128-byte line per thread of the grid,
+// before the kernel waits for the previous one: a source that sits in HBM (written long before) then
+// arrives while that kernel finishes, instead of after. A prefetch into L2, the GPU's point of coherence
+// (peers' writes into this GPU land there too), cannot make a later load see stale data: what the
+// previous kernel writes is still read as written.
+inline constexpr std::size_t kMaxPrefetchBytes = std::size_t{1} << 20;
+__device__ inline void prefetch_source(const void* src, std::size_t bytes) {
+  const std::size_t at = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 128;
+  if (at < bytes && at < kMaxPrefetchBytes)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const std::byte*>(src) + at));
+}
+
+// The first statement of every kernel launch_coll starts (after prefetch_source): waits until the previous kernel of
+// the stream has finished and its writes are visible, then lets the next kernel's launch begin. Releasing the next
 // launch only after the wait keeps at most two collective grids on the GPU: the one running and the one
 // launched behind it, whose CTAs wait here without blocking the first (all of its CTAs were resident
 // before they released the launch).

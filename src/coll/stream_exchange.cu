@@ -24,16 +24,19 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
 
 __global__ void __launch_bounds__(detail::kCollThreads)
     broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
+  if (t.index == root) detail::prefetch_source(src, bytes);
   detail::await_previous_kernel();
   broadcast_bytes(grid, t, dst, src, bytes, root);
 }
 __global__ void __launch_bounds__(detail::kCollThreads)
     fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  detail::prefetch_source(src, bytes);
   detail::await_previous_kernel();
   fcollect_bytes(grid, t, dst, src, bytes);
 }
 __global__ void __launch_bounds__(detail::kCollThreads)
     alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
+  detail::prefetch_source(src, bytes * t.size());
   detail::await_previous_kernel();
   alltoall_bytes(grid, t, dst, src, bytes);
 }

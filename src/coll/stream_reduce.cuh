@@ -19,11 +19,13 @@ namespace shoal::detail {
 // budget within what such a launch allows).
 template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  prefetch_source(src, count * sizeof(T));
   await_previous_kernel();
   reduce(grid, t, op_tag<Op>{}, dst, src, count);
 }
 template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  prefetch_source(src, count * sizeof(T) * t.size());
   await_previous_kernel();
   reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
 }
