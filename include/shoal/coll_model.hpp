@@ -146,7 +146,9 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
           return ll(2 * peers * s, (2 * peers + 2) * s);
         case algorithm::one_shot:
           return staged(peers * s, (n + 1) * s);
-        case algorithm::direct:  // each PE reads its block from every peer's source (remote), its own, writes dst
+        // direct: each PE reads its block from every peer's source over the links; locally it reads its
+        // own block and writes the result.
+        case algorithm::direct:
           return serial(2, peers * s, 2 * s);
         default:
           break;
