@@ -93,8 +93,8 @@ __device__ inline void proxy_scope_transfer(const device_handle& h, proxy_op op,
 
 template <typename Scope>
 __device__ inline void scope_copy(Scope, void* dst, const void* src, std::size_t bytes) {
-  copy_bytes</*kCoherent=*/false, /*kSingleThread=*/std::is_same_v<Scope, thread_scope>>(dst, src, bytes, Scope::rank(),
-                                                                                    Scope::size());
+  constexpr bool kSingleThread = std::is_same_v<Scope, thread_scope>;  // its edges go in pieces (copy.cuh)
+  copy_bytes</*kCoherent=*/false, kSingleThread>(dst, src, bytes, Scope::rank(), Scope::size());
 }
 
 }  // namespace detail

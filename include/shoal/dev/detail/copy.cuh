@@ -44,6 +44,11 @@ __device__ inline void copy_elements(V* dst, const V* src, std::size_t count, st
 // leaves as one store, not eight, each behind its own load (perf notes 39). The collectives and the wider
 // scopes keep the byte loops: spread over lanes they were faster, and the collectives' inlined paths slow
 // down when this code grows.
+template <typename T, bool kCoherent>
+__device__ inline void copy_one(std::byte* dst, const std::byte* src) {
+  *reinterpret_cast<T*>(dst) = copy_load<kCoherent>(reinterpret_cast<const T*>(src));
+}
+
 template <typename V, bool kCoherent>
 __device__ inline void copy_edge_pieces(std::byte* dst, const std::byte* src, std::size_t bytes) {
   while (bytes != 0) {
@@ -51,10 +56,17 @@ __device__ inline void copy_edge_pieces(std::byte* dst, const std::byte* src, st
     const auto at = reinterpret_cast<std::uintptr_t>(dst);
     while (width > 1 && ((at & (width - 1)) != 0 || width > bytes)) width /= 2;  // a mask: division is slow
     switch (width) {
-      case 8: *reinterpret_cast<unsigned long long*>(dst) = copy_load<kCoherent>(reinterpret_cast<const unsigned long long*>(src)); break;
-      case 4: *reinterpret_cast<unsigned*>(dst) = copy_load<kCoherent>(reinterpret_cast<const unsigned*>(src)); break;
-      case 2: *reinterpret_cast<unsigned short*>(dst) = copy_load<kCoherent>(reinterpret_cast<const unsigned short*>(src)); break;
-      default: *dst = copy_load<kCoherent>(src);
+      case 8:
+        copy_one<unsigned long long, kCoherent>(dst, src);
+        break;
+      case 4:
+        copy_one<unsigned, kCoherent>(dst, src);
+        break;
+      case 2:
+        copy_one<unsigned short, kCoherent>(dst, src);
+        break;
+      default:
+        copy_one<unsigned char, kCoherent>(dst, src);
     }
     dst += width;
     src += width;
