@@ -85,7 +85,8 @@ void launch_coll(const team& t, void (*kernel)(Params...), coll_launch launch, c
 // before the kernel waits for the previous one: a source that sits in HBM (written long before) then
 // arrives while that kernel finishes, instead of after. A prefetch into L2, the GPU's point of coherence
 // (peers' writes into this GPU land there too), cannot make a later load see stale data: what the
-// previous kernel writes is still read as written.
+// previous kernel writes is still read as written. Past the first MiB a call is bound by bandwidth, not by
+// its first loads, so the prefetch stops there.
 inline constexpr std::size_t kMaxPrefetchBytes = std::size_t{1} << 20;
 __device__ inline void prefetch_source(const void* src, std::size_t bytes) {
   const std::size_t at = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 128;
