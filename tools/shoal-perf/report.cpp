@@ -243,6 +243,7 @@ void reporter::add(row r) {
     };
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), json_);
+    std::fflush(json_);  // a run cut short (a timeout) keeps the rows it measured
     std::fflush(json_);
   }
   rows_.push_back(std::move(r));
