@@ -1,0 +1,428 @@
+// shoal-ll-probe: where the time of one LL all-reduce call inside a kernel goes. Every variant makes
+// back-to-back 4 KiB bfloat16 sums at grid scope on the CTA count an on-stream call would use (4 CTAs of
+// 512 threads), as shoal-perf's in-kernel row does, and reports microseconds per call:
+//   library      shoal::reduce(grid, ...), the call users make;
+//   step         the library's LL step alone (the call's set-up, algorithm pick and range split left out);
+//   step, timed  the same with cycle stamps by each CTA's thread 0 between its phases;
+//   no counter   the step with its epoch kept in a register (the channel counter read once per kernel);
+//   no source    the step without loading the source (a register value is sent), and no counter;
+//   lines only   the lines alone: store them, poll them, no reduction, no store of the result.
+// And the library's own code taken apart, to find what the call adds to its step:
+//   ll direct    the library's set-up, then detail::reduce_ll called directly (no dispatch);
+//   replica      a copy of shoal::reduce's body (should read as the library does);
+//   replica, out of line   the same with each algorithm in a __noinline__ function.
+//   replica, big out of line   only the algorithms for larger sizes out of line, LL inline;
+//   body         detail::reduce_ll alone, its range computed once per kernel (no set-up per call);
+//   body, one load        a copy of reduce_ll that loads each source word once (for the line and the sum);
+//   body, one word        that copy with one word per thread and step (no loops over words and chunks).
+// Findings and the fix they led to: docs/perf-notes.md, entry 42. Run under shoalrun with 2 PEs; PE 0
+// prints the table.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "shoal/dev/coll.cuh"
+#include "shoal/shoal.hpp"
+#include "shoal/team.hpp"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kCtas = 4, kThreads = 512, kPhases = 4;
+constexpr std::size_t kCount = 2048;  // 4 KiB of bfloat16
+
+#define PROBE_CUDA(call)                                                           \
+  do {                                                                             \
+    const cudaError_t status_ = (call);                                            \
+    if (status_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(status_)); \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+
+__device__ inline std::uint64_t cycles() {
+  std::uint64_t c;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
+  return c;
+}
+
+enum class variant {
+  library,
+  step,
+  step_timed,
+  no_counter,
+  no_source,
+  lines_only,
+  ll_direct,
+  replica,
+  replica_out_of_line,
+  body,
+  body_one_load,
+  body_one_word,
+  replica_big_out_of_line
+};
+
+struct results {
+  unsigned long long start_ns, end_ns;        // earliest CTA start, latest CTA end
+  unsigned long long phase_cycles[kPhases];   // summed over CTAs and calls (step_timed)
+  unsigned long long cycles_total, ns_total;  // CTA 0's thread 0: clock rate
+  unsigned long long bad;                     // result words that differ from the expected sum
+};
+
+// One LL step of a 4 KiB all-reduce on this CTA's channel and part, as detail::reduce_ll runs it.
+template <variant V>
+__device__ __forceinline__ void ll_step(const shoal::team_handle& t, int ch, bf16* dst, const bf16* src,
+                                        shoal::detail::range r, std::uint64_t& epoch_reg, std::uint64_t* stamps) {
+  using namespace shoal::detail;
+  using unit = unit_steps<shoal::block_scope, false>;
+  constexpr bool kTimed = V == variant::step_timed;
+  const int n = t.size(), me = t.index;
+  const std::size_t begin = r.begin * sizeof(bf16), end = r.end * sizeof(bf16);
+  const auto* s = reinterpret_cast<const std::byte*>(src);
+  auto* d = reinterpret_cast<std::byte*>(dst);
+  std::uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  if (kTimed) c0 = cycles();
+  if (V != variant::no_source && V != variant::lines_only)
+    prefetch_first_words<unit>(begin, end, 1, [&](int) { return s; });
+  std::uint64_t epoch;
+  if (V == variant::library || V == variant::step || V == variant::step_timed)
+    epoch = next_step(unit{}, t, ch, true).epoch;
+  else
+    epoch = ++epoch_reg;
+  if (kTimed) c1 = cycles();
+  const int parity = int(epoch & 1);
+  const std::uint32_t flag = ll_flag(epoch);
+  std::byte* my_lines = scratch_of(t, ch, parity, me);
+  const std::size_t o = begin + 8 * std::size_t(unit::rank());
+  if (o < end) {
+    const std::size_t line = (o - begin) / 8 * 16;
+    const std::uint64_t word = (V == variant::no_source || V == variant::lines_only) ? epoch : load_word(s + o, 8);
+    for (int j = 0; j < n; ++j)
+      if (j != me) ll_store(member_ptr(t, my_lines, j) + line, word, flag);
+    if (kTimed) c2 = cycles();
+    if (V == variant::lines_only) {
+      for (int i = 0; i < n; ++i)
+        if (i != me) (void)ll_load(t, scratch_of(t, ch, parity, i) + line, flag);
+    } else {
+      auto acc = acc_word<bf16, std::uint64_t>::from(word);
+      for (int i = 0; i < n; ++i)
+        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+      store_word(d + o, 8, acc.word());
+    }
+  } else if (kTimed) {
+    c2 = cycles();
+  }
+  if (kTimed) c3 = cycles();
+  unit::sync();
+  if (kTimed) {
+    const std::uint64_t c4 = cycles();
+    stamps[0] += c1 - c0;  // prefetch, counter read, CTA barrier, counter store
+    stamps[1] += c2 - c1;  // source word load, line stores issued
+    stamps[2] += c3 - c2;  // wait for the peer's line, reduce, store the result
+    stamps[3] += c4 - c3;  // closing CTA barrier
+  }
+}
+
+// A copy of detail::reduce_ll (all-reduce: one source block, block_stride 0) with two simplifications
+// that can be switched on: kOneLoad loads a word once for the line and the sum; kOneWord assumes one
+// 8-byte word per thread and one chunk per call (true here) and drops the loops.
+template <bool kOneLoad, bool kOneWord>
+__device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int ch, bf16* dst_, const bf16* src_,
+                                               shoal::detail::range r) {
+  using namespace shoal::detail;
+  using Unit = unit_steps<shoal::block_scope, false>;
+  const Unit unit{};
+  const std::size_t payload = ll_payload(t);
+  const int n = t.size(), me = t.index;
+  const std::size_t begin = r.begin * sizeof(bf16), end_all = r.end * sizeof(bf16);
+  const auto* src = reinterpret_cast<const std::byte*>(src_);
+  auto* dst = reinterpret_cast<std::byte*>(dst_);
+  for (std::size_t off = begin; off < end_all; off += payload) {
+    const std::size_t end = off + payload < end_all ? off + payload : end_all;
+    prefetch_first_words<Unit>(off, end, 1, [&](int) { return src; });
+    const step s = next_step(unit, t, ch, true);
+    const std::uint64_t epoch = s.epoch;
+    const int parity = int(epoch & 1);
+    const std::uint32_t flag = ll_flag(epoch);
+    await_scratch_free(unit, t, ch, s, all_members);
+    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    auto one = [&](std::size_t o, std::size_t m) {
+      const std::size_t line = (o - off) / 8 * 16;
+      const std::uint64_t word = load_word(src + o, m);
+      for (int j = 0; j < n; ++j)
+        if (j != me) ll_store(member_ptr(t, my_lines, j) + line, kOneLoad ? word : load_word(src + o, m), flag);
+      auto acc = acc_word<bf16, std::uint64_t>::from(kOneLoad ? word : load_word(src + o, m));
+      for (int i = 0; i < n; ++i)
+        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+      store_word(dst + o, m, acc.word());
+    };
+    if constexpr (kOneWord) {
+      const std::size_t o = off + 8 * std::size_t(Unit::rank());
+      if (o < end) one(o, 8);
+    } else {
+      for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size()))
+        one(o, end - o < 8 ? end - o : 8);
+    }
+    Unit::sync();
+    if constexpr (kOneWord) break;
+  }
+}
+
+// Each algorithm of the all-reduce as a function of its own (the candidate fix: the kernel then holds
+// only the path it runs, not all of them inlined together).
+template <typename Unit>
+__device__ __noinline__ void ll_out_of_line(Unit u, const shoal::team_handle& t, int ch,
+                                            const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
+  shoal::detail::reduce_ll<shoal::reduce_op::sum>(u, t, ch, p, r);
+}
+template <typename Unit>
+__device__ __noinline__ void staged_out_of_line(Unit u, const shoal::team_handle& t, int ch,
+                                                const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
+  shoal::detail::reduce_staged<shoal::reduce_op::sum>(u, t, ch, p, r);
+}
+template <typename Unit>
+__device__ __noinline__ void pull_out_of_line(Unit u, const shoal::team_handle& t, int ch,
+                                              const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
+  shoal::detail::reduce_pull<shoal::reduce_op::sum>(u, t, ch, p, r, 0, true);
+}
+
+// shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, with or without the algorithms
+// out of line; or (kDirect) the same set-up calling the LL step straight away.
+template <bool kOutOfLine, bool kDirect, bool kLLInline = false>
+__device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
+                                               std::size_t count) {
+  using namespace shoal::detail;
+  using shoal::algorithm;
+  const coll_unit u = make_unit(shoal::grid, t);
+  if (!u.active) return;
+  const reduce_plan<bf16> plan{dst, src, count, 0};
+  const range r = split_range(count, 8, u.part, u.parts);
+  const algorithm picked = t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot);
+  const algorithm chosen =
+      fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
+  if constexpr (kDirect) {
+    reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, u.channel, plan, r);
+    return;
+  }
+  with_unit_steps(shoal::grid, t, [&](auto unit) {
+    if constexpr (decltype(unit)::proxied) {
+      if constexpr (kOutOfLine)
+        staged_out_of_line(unit, t, u.channel, plan, r);
+      else
+        reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+    } else {
+      switch (chosen) {
+        case algorithm::ll:
+          if constexpr (kOutOfLine && !kLLInline)
+            ll_out_of_line(unit, t, u.channel, plan, r);
+          else
+            reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          break;
+        case algorithm::one_shot:
+          if constexpr (kOutOfLine)
+            staged_out_of_line(unit, t, u.channel, plan, r);
+          else
+            reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          break;
+        default: {
+          const range mine = split_range(r.size(), 8, t.index, t.size());
+          const range part{r.begin + mine.begin, r.begin + mine.end};
+          if constexpr (kOutOfLine)
+            pull_out_of_line(unit, t, u.channel, plan, part);
+          else
+            reduce_pull<shoal::reduce_op::sum>(unit, t, u.channel, plan, part, 0, true);
+          break;
+        }
+      }
+    }
+    finish_proxied(unit, t, r.size() * sizeof(bf16));
+  });
+}
+
+template <variant V>
+__global__ void __launch_bounds__(kThreads)
+    probe_kernel(shoal::team_handle t, bf16* dst, const bf16* src, int iters, results* out) {
+  using namespace shoal::detail;
+  const int b = int(blockIdx.x), ch = t.channel_first + b;
+  const range r = split_range(kCount, 8, b, int(gridDim.x));
+  std::uint64_t epoch_reg = *const_cast<volatile std::uint64_t*>(t.calls + ch) & ~kSymmetricMark;
+  __syncthreads();
+  std::uint64_t stamps[kPhases] = {};
+  const std::uint64_t t0 = global_timer_ns(), k0 = cycles();
+  for (int i = 0; i < iters; ++i) {
+    if constexpr (V == variant::library)
+      shoal::reduce(shoal::grid, t, shoal::op::sum, dst, src, kCount);
+    else if constexpr (V == variant::ll_direct)
+      reduce_replica<false, true>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica)
+      reduce_replica<false, false>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_out_of_line)
+      reduce_replica<true, false>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_big_out_of_line)
+      reduce_replica<true, false, true>(t, dst, src, kCount);
+    else if constexpr (V == variant::body)
+      reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, ch,
+                                       reduce_plan<bf16>{dst, src, kCount, 0}, r);
+    else if constexpr (V == variant::body_one_load)
+      reduce_ll_copy<true, false>(t, ch, dst, src, r);
+    else if constexpr (V == variant::body_one_word)
+      reduce_ll_copy<true, true>(t, ch, dst, src, r);
+    else
+      ll_step<V>(t, ch, dst, src, r, epoch_reg, stamps);
+  }
+  const std::uint64_t t1 = global_timer_ns(), k1 = cycles();
+  if (V == variant::no_counter || V == variant::no_source || V == variant::lines_only) {
+    if (threadIdx.x == 0) t.calls[ch] = epoch_reg | kSymmetricMark;  // the calls made, for the next kernel
+  }
+  if (threadIdx.x == 0) {
+    atomicMin(&out->start_ns, static_cast<unsigned long long>(t0));
+    atomicMax(&out->end_ns, static_cast<unsigned long long>(t1));
+    for (int k = 0; k < kPhases; ++k) atomicAdd(&out->phase_cycles[k], static_cast<unsigned long long>(stamps[k]));
+    if (b == 0) out->cycles_total = k1 - k0, out->ns_total = t1 - t0;
+  }
+}
+
+// Expected word of the sum check: every PE's source holds the same random values, so dst = 2 x src.
+__global__ void check_kernel(const bf16* dst, const bf16* src, int n_pes, results* out) {
+  for (std::size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < kCount; k += gridDim.x * blockDim.x) {
+    const float want = __bfloat162float(src[k]) * float(n_pes), got = __bfloat162float(dst[k]);
+    if (fabsf(got - want) > 1e-2f * fabsf(want) + 1e-3f) atomicAdd(&out->bad, 1ull);
+  }
+}
+
+template <variant V>
+void launch(const shoal::team_handle& h, bf16* dst, const bf16* src, int iters, results* out) {
+  probe_kernel<V><<<kCtas, kThreads>>>(h, dst, src, iters, out);
+  PROBE_CUDA(cudaGetLastError());
+}
+
+struct row {
+  const char* name;
+  variant v;
+};
+
+int run() {
+  shoal::world w = shoal::init();
+  if (w.n_pes() != 2) {
+    std::printf("shoal-ll-probe needs exactly 2 PEs (have %d)\n", w.n_pes());
+    return w.n_pes() == 1 ? 0 : 2;
+  }
+  const shoal::team& team = shoal::world_team(w);
+  const shoal::team_handle h = team.device_handle();
+  auto* src = static_cast<bf16*>(w.malloc(kCount * sizeof(bf16)));
+  auto* dst = static_cast<bf16*>(w.malloc(kCount * sizeof(bf16)));
+  std::vector<bf16> host(kCount);
+  std::uint32_t x = 12345;  // the same random values on every PE
+  for (auto& e : host) e = __float2bfloat16(float((x = x * 1664525u + 1013904223u) >> 20) / 4096.0f - 128.0f);
+  PROBE_CUDA(cudaMemcpy(src, host.data(), kCount * sizeof(bf16), cudaMemcpyHostToDevice));
+  results* out = nullptr;
+  PROBE_CUDA(cudaMallocManaged(&out, sizeof(results)));
+
+  const row rows[] = {{"library: shoal::reduce(grid)", variant::library},
+                      {"step: the LL step alone", variant::step},
+                      {"step, timed", variant::step_timed},
+                      {"no counter (epoch in a register)", variant::no_counter},
+                      {"no source load, no counter", variant::no_source},
+                      {"lines only (no reduce, no result store)", variant::lines_only},
+                      {"ll direct: set-up, then reduce_ll", variant::ll_direct},
+                      {"replica of shoal::reduce", variant::replica},
+                      {"replica, algorithms out of line", variant::replica_out_of_line},
+                      {"body: reduce_ll, range set once", variant::body},
+                      {"body, one load per word", variant::body_one_load},
+                      {"body, one load, one word (no loops)", variant::body_one_word},
+                      {"replica, big algorithms out of line", variant::replica_big_out_of_line}};
+  const int kIters = 20000, kReps = 5;
+  for (const row& r : rows) {
+    std::vector<double> per_call_us;
+    std::vector<double> phase_ns[kPhases];
+    unsigned long long bad = 0;
+    for (int rep = 0; rep < kReps; ++rep) {
+      *out = results{~0ull, 0, {}, 0, 0, 0};
+      shoal::barrier_all(w);
+      switch (r.v) {
+        case variant::library:
+          launch<variant::library>(h, dst, src, kIters, out);
+          break;
+        case variant::step:
+          launch<variant::step>(h, dst, src, kIters, out);
+          break;
+        case variant::step_timed:
+          launch<variant::step_timed>(h, dst, src, kIters, out);
+          break;
+        case variant::no_counter:
+          launch<variant::no_counter>(h, dst, src, kIters, out);
+          break;
+        case variant::no_source:
+          launch<variant::no_source>(h, dst, src, kIters, out);
+          break;
+        case variant::lines_only:
+          launch<variant::lines_only>(h, dst, src, kIters, out);
+          break;
+        case variant::ll_direct:
+          launch<variant::ll_direct>(h, dst, src, kIters, out);
+          break;
+        case variant::replica:
+          launch<variant::replica>(h, dst, src, kIters, out);
+          break;
+        case variant::replica_out_of_line:
+          launch<variant::replica_out_of_line>(h, dst, src, kIters, out);
+          break;
+        case variant::body:
+          launch<variant::body>(h, dst, src, kIters, out);
+          break;
+        case variant::body_one_load:
+          launch<variant::body_one_load>(h, dst, src, kIters, out);
+          break;
+        case variant::body_one_word:
+          launch<variant::body_one_word>(h, dst, src, kIters, out);
+          break;
+        case variant::replica_big_out_of_line:
+          launch<variant::replica_big_out_of_line>(h, dst, src, kIters, out);
+          break;
+      }
+      PROBE_CUDA(cudaDeviceSynchronize());
+      per_call_us.push_back(double(out->end_ns - out->start_ns) / kIters / 1e3);
+      const double ns_per_cycle = double(out->ns_total) / double(out->cycles_total);
+      for (int k = 0; k < kPhases; ++k)
+        phase_ns[k].push_back(double(out->phase_cycles[k]) * ns_per_cycle / (double(kCtas) * kIters));
+      if (r.v != variant::no_source && r.v != variant::lines_only) {
+        check_kernel<<<4, 256>>>(dst, src, w.n_pes(), out);
+        PROBE_CUDA(cudaGetLastError());
+        PROBE_CUDA(cudaDeviceSynchronize());
+        bad += out->bad;
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    if (w.pe() == 0) {
+      std::printf("%-42s %.3f us per call%s", r.name, median(per_call_us), bad != 0 ? "  WRONG RESULT" : "");
+      if (r.v == variant::step_timed)
+        std::printf("  [counter %.0f | source + lines out %.0f | peer's lines + result %.0f | closing sync %.0f ns]",
+                    median(phase_ns[0]), median(phase_ns[1]), median(phase_ns[2]), median(phase_ns[3]));
+      std::printf("\n");
+    }
+    if (bad != 0) return 1;
+  }
+  shoal::barrier_all(w);
+  w.free(dst);
+  w.free(src);
+  PROBE_CUDA(cudaFree(out));
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return run();
+  } catch (const shoal::error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
