@@ -80,6 +80,17 @@ struct team_handle {
     return a == algorithm::one_shot ? a : algorithm::direct;
   }
 
+  // Whether a unit (the calling scope, or one CTA of a grid-scope call) whose share of a call is
+  // `unit_bytes` runs `chosen` as picked. The model's thresholds assume a call spread over all channels;
+  // a unit whose share needs more than a few scratch steps (a block-scope call on a large buffer) runs
+  // the large algorithm instead, unless the algorithm was forced. Units on one channel have equal shares
+  // on every member, so they agree.
+  SHOAL_HD constexpr bool keeps_algorithm(collective coll, algorithm chosen, std::uint64_t unit_bytes) const {
+    if (tuning.forced[static_cast<int>(coll)] >= 0 || spans_nodes != 0) return true;
+    const std::uint64_t per_step = chosen == algorithm::ll ? ll_bytes / 2 : ll_bytes;
+    return !((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step);
+  }
+
   // The same team with `algo` forced for `coll` (as SHOAL_ALGO_<COLL> does for every call).
   SHOAL_HD constexpr team_handle with_algorithm(collective coll, algorithm algo) const {
     team_handle view = *this;

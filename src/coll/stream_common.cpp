@@ -72,6 +72,15 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   return {ctas, kCollThreads};
 }
 
+bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
+                    coll_launch launch) {
+  if (algo != algorithm::ll) return false;
+  // Units split the block in 16-byte groups (detail::split_range); the first ones take one group more.
+  const std::uint64_t groups = (block_bytes + 15) / 16;
+  const std::uint64_t largest_share = (groups + launch.ctas - 1) / launch.ctas * 16;
+  return t.keeps_algorithm(coll, algo, largest_share);
+}
+
 void check_launch(const char* call) { check_launch(cudaGetLastError(), call); }
 
 void check_launch(cudaError_t status, const char* call) {

@@ -42,6 +42,12 @@ struct coll_launch {
 // sends one peer) per CTA and step; the other algorithms stream `total_bytes` (what a member moves).
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
+// Whether an on-stream call launches its collective's LL kernel (see detail::algorithm_set): the host
+// picked `algo` = LL and every CTA keeps it for its share of the `block_bytes` that one member sends one
+// peer, as the device's fit_to_unit decides. Otherwise the kernel of the other algorithms runs.
+bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
+                    coll_launch launch);
+
 // A sync of the team's members on `stream` (one small kernel). Launched without overlap: it starts only
 // after everything before it on the stream, event waits and copies included, so arriving means "my
 // earlier work on this stream is done".

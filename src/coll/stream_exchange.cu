@@ -22,23 +22,36 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
     sync(block, t);
 }
 
+// Each exchange has an LL kernel and one for the other algorithms (detail::algorithm_set); kernel_for
+// gives the one the host's pick needs.
+using detail::algorithm_set;
+
+template <algorithm_set kSet>
 __global__ void __launch_bounds__(detail::kCollThreads)
     broadcast_kernel(team_handle t, void* dst, const void* src, std::size_t bytes, int root) {
   if (t.index == root) detail::prefetch_source(src, bytes);
   detail::await_previous_kernel();
-  broadcast_bytes(grid, t, dst, src, bytes, root);
+  detail::broadcast_bytes<kSet>(grid, t, dst, src, bytes, root);
 }
+template <algorithm_set kSet>
 __global__ void __launch_bounds__(detail::kCollThreads)
     fcollect_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   detail::prefetch_source(src, bytes);
   detail::await_previous_kernel();
-  fcollect_bytes(grid, t, dst, src, bytes);
+  detail::fcollect_bytes<kSet>(grid, t, dst, src, bytes);
 }
+template <algorithm_set kSet>
 __global__ void __launch_bounds__(detail::kCollThreads)
     alltoall_kernel(team_handle t, void* dst, const void* src, std::size_t bytes) {
   detail::prefetch_source(src, bytes * t.size());
   detail::await_previous_kernel();
-  alltoall_bytes(grid, t, dst, src, bytes);
+  detail::alltoall_bytes<kSet>(grid, t, dst, src, bytes);
+}
+
+template <typename Kernel>
+Kernel kernel_for(const team_handle& h, collective coll, algorithm algo, std::size_t bytes, detail::coll_launch launch,
+                  Kernel ll, Kernel others) {
+  return detail::runs_ll_kernel(h, coll, algo, bytes, launch) ? ll : others;
 }
 
 void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, bool quiet_first, const char* call) {
@@ -137,7 +150,10 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes);
-  detail::launch_coll(t, broadcast_kernel, launch, stream, call, h, dst, src, bytes, root);
+  detail::launch_coll(t,
+                      kernel_for(h, collective::broadcast, algo, bytes, launch,
+                                 broadcast_kernel<algorithm_set::ll_only>, broadcast_kernel<algorithm_set::all_but_ll>),
+                      launch, stream, call, h, dst, src, bytes, root);
 }
 
 void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
@@ -159,7 +175,10 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
-  detail::launch_coll(t, fcollect_kernel, launch, stream, call, h, dst, src, bytes);
+  detail::launch_coll(t,
+                      kernel_for(h, collective::fcollect, algo, bytes, launch, fcollect_kernel<algorithm_set::ll_only>,
+                                 fcollect_kernel<algorithm_set::all_but_ll>),
+                      launch, stream, call, h, dst, src, bytes);
 }
 
 void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
@@ -178,7 +197,10 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
     return;
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
-  detail::launch_coll(t, alltoall_kernel, launch, stream, call, h, dst, src, bytes);
+  detail::launch_coll(t,
+                      kernel_for(h, collective::alltoall, algo, bytes, launch, alltoall_kernel<algorithm_set::ll_only>,
+                                 alltoall_kernel<algorithm_set::all_but_ll>),
+                      launch, stream, call, h, dst, src, bytes);
 }
 
 }  // namespace shoal

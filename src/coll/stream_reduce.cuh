@@ -16,18 +16,20 @@
 namespace shoal::detail {
 
 // Every on-stream collective kernel runs kCollThreads threads per CTA (the bound keeps the register
-// budget within what such a launch allows).
-template <typename T, reduce_op Op>
+// budget within what such a launch allows). Each comes as an LL kernel and one for the other algorithms
+// (algorithm_set): the host launches the one its pick needs.
+template <typename T, reduce_op Op, algorithm_set kSet>
 __global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   prefetch_source(src, count * sizeof(T));
   await_previous_kernel();
-  reduce(grid, t, op_tag<Op>{}, dst, src, count);
+  detail::reduce<kSet, grid_scope, Op>(grid, t, dst, src, count);
 }
-template <typename T, reduce_op Op>
-__global__ void __launch_bounds__(kCollThreads) reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+template <typename T, reduce_op Op, algorithm_set kSet>
+__global__ void __launch_bounds__(kCollThreads)
+    reducescatter_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   prefetch_source(src, count * sizeof(T) * t.size());
   await_previous_kernel();
-  reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
+  detail::reducescatter<kSet, grid_scope, Op>(grid, t, dst, src, count);
 }
 
 template <std::size_t Bytes, bool Signed>
@@ -90,13 +92,19 @@ void visit_op(reduce_op op, F&& f) {
 }
 
 template <bool kScatter, typename T, reduce_op Op>
-void launch_reduce(const team& t, const team_handle& h, coll_launch launch, T* dst, const T* src, std::size_t count,
-                   cudaStream_t stream, const char* call) {
+void launch_reduce(const team& t, const team_handle& h, bool ll_kernel, coll_launch launch, T* dst, const T* src,
+                   std::size_t count, cudaStream_t stream, const char* call) {
   if constexpr (op_defined_for_v<T, Op>) {
     using S = storage_t<T, Op>;
+    constexpr auto kLL = algorithm_set::ll_only, kOthers = algorithm_set::all_but_ll;
     auto* d = reinterpret_cast<S*>(dst);
     auto* s = reinterpret_cast<const S*>(src);
-    launch_coll(t, kScatter ? reducescatter_kernel<S, Op> : reduce_kernel<S, Op>, launch, stream, call, h, d, s, count);
+    if (ll_kernel)
+      launch_coll(t, kScatter ? reducescatter_kernel<S, Op, kLL> : reduce_kernel<S, Op, kLL>, launch, stream, call, h,
+                  d, s, count);
+    else
+      launch_coll(t, kScatter ? reducescatter_kernel<S, Op, kOthers> : reduce_kernel<S, Op, kOthers>, launch, stream,
+                  call, h, d, s, count);
   }
 }
 
@@ -159,12 +167,13 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
+  const bool ll_kernel = runs_ll_kernel(h, coll, algo, bytes, launch);
   const bool copy_engines = reduces_with_copy_engines(t, coll, algo, dst, src, bytes);
   visit_op(op, [&]<reduce_op Op>(op_tag<Op>) {
     if (copy_engines)
       reduce_pair_with_copy_engines(t, h, coll, dst, src, count, sizeof(T), stream, call, &launch_combine<T, Op>);
     else
-      launch_reduce<kScatter, T, Op>(t, h, launch, dst, src, count, stream, call);
+      launch_reduce<kScatter, T, Op>(t, h, ll_kernel, launch, dst, src, count, stream, call);
   });
 }
 

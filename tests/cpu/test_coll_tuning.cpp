@@ -1,7 +1,7 @@
 // What kernels read from the cost model: the size thresholds in a team handle must reproduce the model's
 // choice (to the scan's resolution), SHOAL_ALGO_* overrides must force exactly their algorithm, and the
 // handle's pick() must follow both. Also the team handle's channel views, and what the hierarchical
-// all-reduce's choice compares.
+// all-reduce's choice compares, and which of its two kernels (LL, or the others) an on-stream call launches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -186,6 +186,27 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   EXPECT_EQ(plan_launch(h, algorithm::one_shot, 1 << 20, 1 << 20).ctas, 2u);
   EXPECT_EQ(plan_launch(h, algorithm::one_shot, 16 << 20, 16 << 20).ctas, 8u);
   EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
+}
+
+// An on-stream call runs its LL kernel only where the device's fit_to_unit keeps LL for every CTA: a
+// share of at most four LL steps (2 x ll_bytes), any share when LL is forced, never for other picks.
+TEST(CollTuning, OnStreamLLKernelOnlyWhereEveryCTAKeepsLL) {
+  team_handle h;
+  h.channel_count = 4;
+  h.resident_ctas = 132;
+  h.ll_bytes = 16 << 10;  // 8 KiB of payload per LL step: LL kept up to 32 KiB per CTA
+  const collective c = collective::reduce;
+  EXPECT_TRUE(h.keeps_algorithm(c, algorithm::ll, 32 << 10));
+  EXPECT_FALSE(h.keeps_algorithm(c, algorithm::ll, (32 << 10) + 16));
+  EXPECT_TRUE(h.keeps_algorithm(c, algorithm::one_shot, 64 << 10));
+  EXPECT_FALSE(h.keeps_algorithm(c, algorithm::one_shot, (64 << 10) + 16));
+  EXPECT_TRUE(h.keeps_algorithm(c, algorithm::two_shot, std::uint64_t{1} << 40));
+
+  EXPECT_TRUE(runs_ll_kernel(h, c, algorithm::ll, 4 << 10, {4, 512}));
+  EXPECT_TRUE(runs_ll_kernel(h, c, algorithm::ll, 128 << 10, {4, 512}));         // 32 KiB per CTA
+  EXPECT_FALSE(runs_ll_kernel(h, c, algorithm::ll, (128 << 10) + 1, {4, 512}));  // one CTA takes 16 B more
+  EXPECT_FALSE(runs_ll_kernel(h, c, algorithm::one_shot, 4 << 10, {4, 512}));
+  EXPECT_TRUE(runs_ll_kernel(h.with_algorithm(c, algorithm::ll), c, algorithm::ll, 64 << 20, {4, 512}));
 }
 
 }  // namespace

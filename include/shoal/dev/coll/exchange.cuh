@@ -141,74 +141,101 @@ __device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, 
   wait_members(unit, t, ch, 2 * epoch + 1, [&](int i) { return receives_from(i); });
 }
 
-template <typename Scope, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+// With the algorithms of `kSet` (see algorithm_set): ll_only runs LL whatever the size, which the host picks
+// only for teams within a node; all_but_ll runs one_shot where the model says LL.
+template <algorithm_set kSet, typename Scope, typename SendBlock, typename SendsTo, typename ReceivesFrom>
 __device__ inline void exchange(Scope scope, const team_handle& t, collective coll, const exchange_plan& p,
                                 SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
   const range r = split_range(p.bytes, 16, u.part, u.parts);
-  // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
-  const algorithm chosen = fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct);
-  with_unit_steps(scope, t, [&](auto unit) {
-    if constexpr (decltype(unit)::proxied) {  // across nodes the pick is one_shot or direct
-      if (chosen == algorithm::direct)
-        exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-      else
-        exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-    } else {
-      switch (chosen) {
-        case algorithm::ll:
-          exchange_ll(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-          break;
-        case algorithm::one_shot:
-          exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-          break;
-        default:
+  if constexpr (kSet == algorithm_set::ll_only) {
+    exchange_ll(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+  } else {
+    // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
+    const algorithm chosen =
+        fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct);
+    with_unit_steps(scope, t, [&](auto unit) {
+      if constexpr (decltype(unit)::proxied) {  // across nodes the pick is one_shot or direct
+        if (chosen == algorithm::direct)
           exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-          break;
+        else
+          exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+      } else {
+        switch (chosen) {
+          case algorithm::ll:
+            if constexpr (kSet == algorithm_set::all)
+              exchange_ll(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+            else
+              exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);  // not reached
+            break;
+          case algorithm::one_shot:
+            exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+            break;
+          default:
+            exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
+            break;
+        }
       }
-    }
-    finish_proxied(unit, t, r.size());  // each put sends at most this unit's part of a block
-  });
+      finish_proxied(unit, t, r.size());  // each put sends at most this unit's part of a block
+    });
+  }
+}
+
+template <algorithm_set kSet, typename Scope>
+__device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
+                                       int root) {
+  SHOAL_DEVICE_CHECK(t.world, root >= 0 && root < t.size(), "broadcast root (team index)", root);
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes);
+  auto* from = static_cast<const std::byte*>(src);
+  const int me = t.index;
+  exchange<kSet>(
+      scope, t, collective::broadcast, exchange_plan{static_cast<std::byte*>(dst), 0, bytes, false},
+      [=](int) { return from; }, [=](int) { return me == root; }, [=](int i) { return i == root; });
+}
+
+template <algorithm_set kSet, typename Scope>
+__device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
+                                      std::size_t bytes) {
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  auto* from = static_cast<const std::byte*>(src);
+  exchange<kSet>(
+      scope, t, collective::fcollect, exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
+      [=](int) { return from; }, all_members, all_members);
+}
+
+template <algorithm_set kSet, typename Scope>
+__device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
+                                      std::size_t bytes) {
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  auto* from = static_cast<const std::byte*>(src);
+  exchange<kSet>(
+      scope, t, collective::alltoall, exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
+      [=](int j) { return from + j * bytes; }, all_members, all_members);
 }
 
 }  // namespace detail
 
 template <typename Scope>
-__device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
-                                       std::size_t bytes, int root) {
-  SHOAL_DEVICE_CHECK(t.world, root >= 0 && root < t.size(), "broadcast root (team index)", root);
-  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes);
-  auto* from = static_cast<const std::byte*>(src);
-  const int me = t.index;
-  detail::exchange(
-      scope, t, collective::broadcast, detail::exchange_plan{static_cast<std::byte*>(dst), 0, bytes, false},
-      [=](int) { return from; }, [=](int) { return me == root; }, [=](int i) { return i == root; });
+__device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
+                                       int root) {
+  detail::broadcast_bytes<detail::algorithm_set::all>(scope, t, dst, src, bytes, root);
 }
 
 template <typename Scope>
 __device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
                                       std::size_t bytes) {
-  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
-  auto* from = static_cast<const std::byte*>(src);
-  detail::exchange(
-      scope, t, collective::fcollect, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
-      [=](int) { return from; }, detail::all_members, detail::all_members);
+  detail::fcollect_bytes<detail::algorithm_set::all>(scope, t, dst, src, bytes);
 }
 
 template <typename Scope>
 __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
                                       std::size_t bytes) {
-  SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
-  auto* from = static_cast<const std::byte*>(src);
-  detail::exchange(
-      scope, t, collective::alltoall, detail::exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
-      [=](int j) { return from + j * bytes; }, detail::all_members, detail::all_members);
+  detail::alltoall_bytes<detail::algorithm_set::all>(scope, t, dst, src, bytes);
 }
 
 template <typename Scope, typename T>
-__device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
-                                 int root) {
+__device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count, int root) {
   static_assert(std::is_trivially_copyable_v<T>);
   broadcast_bytes(scope, t, dst, src, count * sizeof(T), root);
 }

@@ -140,72 +140,97 @@ __device__ inline void check_reduce_args(const team_handle& t, const T* dst, con
   SHOAL_CHECK_SYMMETRIC(t.world, src, src_count * sizeof(T));
 }
 
+// shoal::reduce with the algorithms of `kSet` (see algorithm_set): with ll_only it runs LL whatever the
+// size, which the host picks only for teams within a node; all_but_ll runs one_shot where the model says LL.
+template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
+__device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  check_reduce_args(t, dst, src, count, count);
+  const coll_unit u = make_unit(scope, t);
+  if (!u.active) return;
+  const reduce_plan<T> plan{dst, src, count, 0};
+  const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
+  if constexpr (kSet == algorithm_set::ll_only) {
+    reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
+  } else {
+    const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
+    const algorithm chosen = fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
+    with_unit_steps(scope, t, [&](auto unit) {
+      if constexpr (decltype(unit)::proxied) {
+        reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+      } else {
+        switch (chosen) {
+          case algorithm::ll:
+            if constexpr (kSet == algorithm_set::all)
+              reduce_ll<Op>(unit, t, u.channel, plan, r);
+            else
+              reduce_staged<Op>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
+            break;
+          case algorithm::one_shot:
+            reduce_staged<Op>(unit, t, u.channel, plan, r);
+            break;
+          default: {
+            // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
+            const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
+            reduce_pull<Op>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+            break;
+          }
+        }
+      }
+      finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+    });
+  }
+}
+
+// shoal::reducescatter with the algorithms of `kSet`, as reduce above.
+template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
+__device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  check_reduce_args(t, dst, src, count, count * t.size());
+  const coll_unit u = make_unit(scope, t);
+  if (!u.active) return;
+  const reduce_plan<T> plan{dst, src, count, count};
+  const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
+  if constexpr (kSet == algorithm_set::ll_only) {
+    reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
+  } else {
+    const algorithm picked = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
+    const algorithm chosen = fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
+    with_unit_steps(scope, t, [&](auto unit) {
+      if constexpr (decltype(unit)::proxied) {
+        reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+      } else {
+        switch (chosen) {
+          case algorithm::ll:
+            if constexpr (kSet == algorithm_set::all)
+              reduce_ll<Op>(unit, t, u.channel, plan, r);
+            else
+              reduce_staged<Op>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
+            break;
+          case algorithm::one_shot:
+            reduce_staged<Op>(unit, t, u.channel, plan, r);
+            break;
+          default:
+            reduce_pull<Op>(unit, t, u.channel, plan, r, t.index, false);
+            break;
+        }
+      }
+      finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+    });
+  }
+}
+
 }  // namespace detail
 
 template <typename Scope, reduce_op Op, typename T>
 __device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src, std::size_t count) {
   static_assert(op_defined_for_v<T, Op>, "reduce: the operator is not defined for this element type");
-  detail::check_reduce_args(t, dst, src, count, count);
-  const detail::coll_unit u = detail::make_unit(scope, t);
-  if (!u.active) return;
-  const detail::reduce_plan<T> plan{dst, src, count, 0};
-  const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
-  const algorithm chosen =
-      detail::fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
-  detail::with_unit_steps(scope, t, [&](auto unit) {
-    if constexpr (decltype(unit)::proxied) {
-      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
-    } else {
-      switch (chosen) {
-        case algorithm::ll:
-          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
-          break;
-        case algorithm::one_shot:
-          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
-          break;
-        default: {
-          // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
-          const detail::range mine = detail::split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-          detail::reduce_pull<Op>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
-          break;
-        }
-      }
-    }
-    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
-  });
+  detail::reduce<detail::algorithm_set::all, Scope, Op>(scope, t, dst, src, count);
 }
 
 template <typename Scope, reduce_op Op, typename T>
 __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src,
                                      std::size_t count) {
   static_assert(op_defined_for_v<T, Op>, "reducescatter: the operator is not defined for this element type");
-  detail::check_reduce_args(t, dst, src, count, count * t.size());
-  const detail::coll_unit u = detail::make_unit(scope, t);
-  if (!u.active) return;
-  const detail::reduce_plan<T> plan{dst, src, count, count};
-  const detail::range r = detail::split_range(count, 16 / sizeof(T), u.part, u.parts);
-  const algorithm picked = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
-  const algorithm chosen =
-      detail::fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
-  detail::with_unit_steps(scope, t, [&](auto unit) {
-    if constexpr (decltype(unit)::proxied) {
-      detail::reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
-    } else {
-      switch (chosen) {
-        case algorithm::ll:
-          detail::reduce_ll<Op>(unit, t, u.channel, plan, r);
-          break;
-        case algorithm::one_shot:
-          detail::reduce_staged<Op>(unit, t, u.channel, plan, r);
-          break;
-        default:
-          detail::reduce_pull<Op>(unit, t, u.channel, plan, r, t.index, false);
-          break;
-      }
-    }
-    detail::finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
-  });
+  detail::reducescatter<detail::algorithm_set::all, Scope, Op>(scope, t, dst, src, count);
 }
 
 }  // namespace shoal

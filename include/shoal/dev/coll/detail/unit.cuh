@@ -216,15 +216,16 @@ __device__ inline void await_scratch_free(Unit unit, const team_handle& t, int c
   if (!s.after_symmetric && s.epoch >= 3) wait_members(unit, t, channel, 2 * s.epoch - 3, to);
 }
 
-// The model's thresholds assume a call spread over all channels. A unit whose share needs more than a
-// few scratch steps (a block-scope call on a large buffer) runs the large algorithm instead, unless the
-// algorithm was forced. Units on one channel have equal shares on every member, so they agree.
+// The algorithms a call compiles. The device API compiles them all and picks one per call. An on-stream
+// kernel runs what the host picked before the launch, so each has a kernel of LL alone and one of the
+// others: inlined beside the larger algorithms, whose registers the kernel must hold, an LL call took
+// 0.3 µs longer inside a kernel (perf notes 42).
+enum class algorithm_set { all, ll_only, all_but_ll };
+
+// `chosen`, or `large` where the unit's share is too big for it (team_handle::keeps_algorithm).
 __device__ inline algorithm fit_to_unit(const team_handle& t, collective coll, algorithm chosen,
                                         std::uint64_t unit_bytes, algorithm large) {
-  if (t.tuning.forced[static_cast<int>(coll)] >= 0 || t.spans_nodes != 0) return chosen;
-  const std::uint64_t per_step = chosen == algorithm::ll ? t.ll_bytes / 2 : t.ll_bytes;
-  if ((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step) return large;
-  return chosen;
+  return t.keeps_algorithm(coll, chosen, unit_bytes) ? chosen : large;
 }
 
 }  // namespace shoal::detail
