@@ -147,7 +147,10 @@ int run() {
       }
       next += kIters;
       std::uint64_t ns = 0;
-      cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost);
+      if (cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        std::printf("reading the kernel's time failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+        return 1;
+      }
       one_way_us.push_back(double(ns) / kIters / 2 / 1000);
       barrier_all(w);
     }
@@ -156,9 +159,7 @@ int run() {
   }
   barrier_all(w);
   w.free(words);
-  cudaFree(source);
-  cudaFree(elapsed);
-  return 0;
+  return cudaFree(source) == cudaSuccess && cudaFree(elapsed) == cudaSuccess ? 0 : 1;
 }
 
 }  // namespace
