@@ -48,6 +48,13 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch);
 
+// The kernel an on-stream call launches: `ll` where runs_ll_kernel says so, else `others`.
+template <typename Kernel>
+Kernel kernel_for(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes, coll_launch launch,
+                  Kernel ll, Kernel others) {
+  return runs_ll_kernel(t, coll, algo, block_bytes, launch) ? ll : others;
+}
+
 // A sync of the team's members on `stream` (one small kernel). Launched without overlap: it starts only
 // after everything before it on the stream, event waits and copies included, so arriving means "my
 // earlier work on this stream is done".

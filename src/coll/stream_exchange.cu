@@ -22,9 +22,10 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
     sync(block, t);
 }
 
-// Each exchange has an LL kernel and one for the other algorithms (detail::algorithm_set); kernel_for
-// gives the one the host's pick needs.
+// Each exchange has an LL kernel and one for the other algorithms (detail::algorithm_set);
+// detail::kernel_for gives the one the host's pick needs.
 using detail::algorithm_set;
+using detail::kernel_for;
 
 template <algorithm_set kSet>
 __global__ void __launch_bounds__(detail::kCollThreads)
@@ -46,12 +47,6 @@ __global__ void __launch_bounds__(detail::kCollThreads)
   detail::prefetch_source(src, bytes * t.size());
   detail::await_previous_kernel();
   detail::alltoall_bytes<kSet>(grid, t, dst, src, bytes);
-}
-
-template <typename Kernel>
-Kernel kernel_for(const team_handle& h, collective coll, algorithm algo, std::size_t bytes, detail::coll_launch launch,
-                  Kernel ll, Kernel others) {
-  return detail::runs_ll_kernel(h, coll, algo, bytes, launch) ? ll : others;
 }
 
 void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, bool quiet_first, const char* call) {

@@ -92,19 +92,16 @@ void visit_op(reduce_op op, F&& f) {
 }
 
 template <bool kScatter, typename T, reduce_op Op>
-void launch_reduce(const team& t, const team_handle& h, bool ll_kernel, coll_launch launch, T* dst, const T* src,
+void launch_reduce(const team& t, const team_handle& h, algorithm algo, coll_launch launch, T* dst, const T* src,
                    std::size_t count, cudaStream_t stream, const char* call) {
   if constexpr (op_defined_for_v<T, Op>) {
     using S = storage_t<T, Op>;
     constexpr auto kLL = algorithm_set::ll_only, kOthers = algorithm_set::all_but_ll;
-    auto* d = reinterpret_cast<S*>(dst);
-    auto* s = reinterpret_cast<const S*>(src);
-    if (ll_kernel)
-      launch_coll(t, kScatter ? reducescatter_kernel<S, Op, kLL> : reduce_kernel<S, Op, kLL>, launch, stream, call, h,
-                  d, s, count);
-    else
-      launch_coll(t, kScatter ? reducescatter_kernel<S, Op, kOthers> : reduce_kernel<S, Op, kOthers>, launch, stream,
-                  call, h, d, s, count);
+    const auto ll = kScatter ? reducescatter_kernel<S, Op, kLL> : reduce_kernel<S, Op, kLL>;
+    const auto others = kScatter ? reducescatter_kernel<S, Op, kOthers> : reduce_kernel<S, Op, kOthers>;
+    const collective coll = kScatter ? collective::reducescatter : collective::reduce;
+    launch_coll(t, kernel_for(h, coll, algo, count * sizeof(T), launch, ll, others), launch, stream, call, h,
+                reinterpret_cast<S*>(dst), reinterpret_cast<const S*>(src), count);
   }
 }
 
@@ -167,13 +164,12 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);
   const coll_launch launch = plan_launch(h, algo, bytes, src_bytes);
-  const bool ll_kernel = runs_ll_kernel(h, coll, algo, bytes, launch);
   const bool copy_engines = reduces_with_copy_engines(t, coll, algo, dst, src, bytes);
   visit_op(op, [&]<reduce_op Op>(op_tag<Op>) {
     if (copy_engines)
       reduce_pair_with_copy_engines(t, h, coll, dst, src, count, sizeof(T), stream, call, &launch_combine<T, Op>);
     else
-      launch_reduce<kScatter, T, Op>(t, h, ll_kernel, launch, dst, src, count, stream, call);
+      launch_reduce<kScatter, T, Op>(t, h, algo, launch, dst, src, count, stream, call);
   });
 }
 
