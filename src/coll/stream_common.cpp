@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "host/world_impl.hpp"
+#include "shoal/dev/coll/detail/range.hpp"
 #include "shoal/error.hpp"
 
 namespace shoal::detail {
@@ -75,9 +76,8 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch) {
   if (algo != algorithm::ll) return false;
-  // Units split the block in 16-byte groups (detail::split_range); the first ones take one group more.
-  const std::uint64_t groups = (block_bytes + 15) / 16;
-  const std::uint64_t largest_share = (groups + launch.ctas - 1) / launch.ctas * 16;
+  // Units split the block in 16-byte groups as the device does; the first CTA's share is the largest.
+  const std::uint64_t largest_share = split_range(block_bytes, 16, 0, int(launch.ctas)).size();
   return t.keeps_algorithm(coll, algo, largest_share);
 }
 

@@ -10,12 +10,13 @@
 // And the library's own code taken apart, to find what the call adds to its step:
 //   ll direct    the library's set-up, then detail::reduce_ll called directly (no dispatch);
 //   replica      a copy of shoal::reduce's body (should read as the library does);
-//   replica, out of line   the same with each algorithm in a __noinline__ function.
-//   replica, big out of line   only the algorithms for larger sizes out of line, LL inline;
+//   replica: ... the same compiling only some of the algorithms (LL with the pick; LL and one-shot; LL and
+//                two-shot; all three without the branch for teams across nodes), to find which of them
+//                slow the LL call down by sharing its kernel;
 //   body         detail::reduce_ll alone, its range computed once per kernel (no set-up per call);
 //   body, one load        a copy of reduce_ll that loads each source word once (for the line and the sum);
 //   body, one word        that copy with one word per thread and step (no loops over words and chunks).
-// Findings and the fix they led to: docs/perf-notes.md, entry 42. Run under shoalrun with 2 PEs; PE 0
+// Findings and the fixes they led to: docs/perf-notes.md, entries 42 and 43. Run under shoalrun with 2 PEs; PE 0
 // prints the table.
 #include <cuda_bf16.h>
 
@@ -59,11 +60,13 @@ enum class variant {
   lines_only,
   ll_direct,
   replica,
-  replica_out_of_line,
+  replica_ll,
+  replica_ll_staged,
+  replica_ll_pull,
+  replica_within_node,
   body,
   body_one_load,
-  body_one_word,
-  replica_big_out_of_line
+  body_one_word
 };
 
 struct results {
@@ -172,27 +175,14 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
   }
 }
 
-// Each algorithm of the all-reduce as a function of its own (the candidate fix: the kernel then holds
-// only the path it runs, not all of them inlined together).
-template <typename Unit>
-__device__ __noinline__ void ll_out_of_line(Unit u, const shoal::team_handle& t, int ch,
-                                            const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
-  shoal::detail::reduce_ll<shoal::reduce_op::sum>(u, t, ch, p, r);
-}
-template <typename Unit>
-__device__ __noinline__ void staged_out_of_line(Unit u, const shoal::team_handle& t, int ch,
-                                                const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
-  shoal::detail::reduce_staged<shoal::reduce_op::sum>(u, t, ch, p, r);
-}
-template <typename Unit>
-__device__ __noinline__ void pull_out_of_line(Unit u, const shoal::team_handle& t, int ch,
-                                              const shoal::detail::reduce_plan<bf16>& p, shoal::detail::range r) {
-  shoal::detail::reduce_pull<shoal::reduce_op::sum>(u, t, ch, p, r, 0, true);
-}
+// The algorithms a replica of shoal::reduce compiles (a bit set), to find which of them make the LL call
+// slower by being in the same kernel. Where the pick lands on an algorithm left out, the kernel traps.
+enum algos : unsigned { kLL = 1, kStaged = 2, kPull = 4, kAcrossNodes = 8, kAll = 15 };
 
-// shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, with or without the algorithms
-// out of line; or (kDirect) the same set-up calling the LL step straight away.
-template <bool kOutOfLine, bool kDirect, bool kLLInline = false>
+// shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, compiling the algorithms of
+// kHas; kAcrossNodes adds the branch on t.spans_nodes and the steps with the proxy's paths. Or (kDirect)
+// the same set-up calling the LL step straight away, without the pick.
+template <unsigned kHas, bool kDirect = false>
 __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
                                                std::size_t count) {
   using namespace shoal::detail;
@@ -201,46 +191,45 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
   if (!u.active) return;
   const reduce_plan<bf16> plan{dst, src, count, 0};
   const range r = split_range(count, 8, u.part, u.parts);
-  const algorithm picked = t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot);
-  const algorithm chosen =
-      fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
   if constexpr (kDirect) {
     reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, u.channel, plan, r);
     return;
   }
-  with_unit_steps(shoal::grid, t, [&](auto unit) {
+  const algorithm picked = t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot);
+  const algorithm chosen =
+      fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
+  auto run = [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
-      if constexpr (kOutOfLine)
-        staged_out_of_line(unit, t, u.channel, plan, r);
-      else
-        reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+      reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
     } else {
       switch (chosen) {
         case algorithm::ll:
-          if constexpr (kOutOfLine && !kLLInline)
-            ll_out_of_line(unit, t, u.channel, plan, r);
-          else
-            reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
           break;
         case algorithm::one_shot:
-          if constexpr (kOutOfLine)
-            staged_out_of_line(unit, t, u.channel, plan, r);
-          else
+          if constexpr ((kHas & kStaged) != 0)
             reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          else
+            __trap();
           break;
         default: {
-          const range mine = split_range(r.size(), 8, t.index, t.size());
-          const range part{r.begin + mine.begin, r.begin + mine.end};
-          if constexpr (kOutOfLine)
-            pull_out_of_line(unit, t, u.channel, plan, part);
-          else
-            reduce_pull<shoal::reduce_op::sum>(unit, t, u.channel, plan, part, 0, true);
+          if constexpr ((kHas & kPull) != 0) {
+            const range mine = split_range(r.size(), 8, t.index, t.size());
+            reduce_pull<shoal::reduce_op::sum>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0,
+                                               true);
+          } else {
+            __trap();
+          }
           break;
         }
       }
     }
     finish_proxied(unit, t, r.size() * sizeof(bf16));
-  });
+  };
+  if constexpr ((kHas & kAcrossNodes) != 0)
+    with_unit_steps(shoal::grid, t, run);
+  else
+    run(unit_steps<shoal::block_scope, false>{});
 }
 
 template <variant V>
@@ -257,13 +246,17 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (V == variant::library)
       shoal::reduce(shoal::grid, t, shoal::op::sum, dst, src, kCount);
     else if constexpr (V == variant::ll_direct)
-      reduce_replica<false, true>(t, dst, src, kCount);
+      reduce_replica<kLL, true>(t, dst, src, kCount);
     else if constexpr (V == variant::replica)
-      reduce_replica<false, false>(t, dst, src, kCount);
-    else if constexpr (V == variant::replica_out_of_line)
-      reduce_replica<true, false>(t, dst, src, kCount);
-    else if constexpr (V == variant::replica_big_out_of_line)
-      reduce_replica<true, false, true>(t, dst, src, kCount);
+      reduce_replica<kAll>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_ll)
+      reduce_replica<kLL>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_ll_staged)
+      reduce_replica<kLL | kStaged>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_ll_pull)
+      reduce_replica<kLL | kPull>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_within_node)
+      reduce_replica<kLL | kStaged | kPull>(t, dst, src, kCount);
     else if constexpr (V == variant::body)
       reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, ch,
                                        reduce_plan<bf16>{dst, src, kCount, 0}, r);
@@ -330,11 +323,13 @@ int run() {
                       {"lines only (no reduce, no result store)", variant::lines_only},
                       {"ll direct: set-up, then reduce_ll", variant::ll_direct},
                       {"replica of shoal::reduce", variant::replica},
-                      {"replica, algorithms out of line", variant::replica_out_of_line},
+                      {"replica: LL only, with the pick", variant::replica_ll},
+                      {"replica: LL and one-shot", variant::replica_ll_staged},
+                      {"replica: LL and two-shot", variant::replica_ll_pull},
+                      {"replica: all three, no across-node branch", variant::replica_within_node},
                       {"body: reduce_ll, range set once", variant::body},
                       {"body, one load per word", variant::body_one_load},
-                      {"body, one load, one word (no loops)", variant::body_one_word},
-                      {"replica, big algorithms out of line", variant::replica_big_out_of_line}};
+                      {"body, one load, one word (no loops)", variant::body_one_word}};
   const int kIters = 20000, kReps = 5;
   for (const row& r : rows) {
     std::vector<double> per_call_us;
@@ -368,8 +363,17 @@ int run() {
         case variant::replica:
           launch<variant::replica>(h, dst, src, kIters, out);
           break;
-        case variant::replica_out_of_line:
-          launch<variant::replica_out_of_line>(h, dst, src, kIters, out);
+        case variant::replica_ll:
+          launch<variant::replica_ll>(h, dst, src, kIters, out);
+          break;
+        case variant::replica_ll_staged:
+          launch<variant::replica_ll_staged>(h, dst, src, kIters, out);
+          break;
+        case variant::replica_ll_pull:
+          launch<variant::replica_ll_pull>(h, dst, src, kIters, out);
+          break;
+        case variant::replica_within_node:
+          launch<variant::replica_within_node>(h, dst, src, kIters, out);
           break;
         case variant::body:
           launch<variant::body>(h, dst, src, kIters, out);
@@ -379,9 +383,6 @@ int run() {
           break;
         case variant::body_one_word:
           launch<variant::body_one_word>(h, dst, src, kIters, out);
-          break;
-        case variant::replica_big_out_of_line:
-          launch<variant::replica_big_out_of_line>(h, dst, src, kIters, out);
           break;
       }
       PROBE_CUDA(cudaDeviceSynchronize());

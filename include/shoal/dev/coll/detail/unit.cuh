@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "shoal/dev/coll/detail/range.hpp"
 #include "shoal/dev/detail/check.cuh"
 #include "shoal/dev/detail/copy.cuh"
 #include "shoal/dev/detail/proxy.cuh"
@@ -71,24 +72,6 @@ __device__ inline coll_unit make_unit(Scope, const team_handle& t) {
   } else {
     return {t.channel_first, 0, 1, true};
   }
-}
-
-// Elements [begin, end) of part `part` of `parts`, splitting `count` in groups of `group` elements so
-// every part but the last starts on a group boundary (16 bytes for the vector paths).
-struct range {
-  std::size_t begin;
-  std::size_t end;
-  __device__ std::size_t size() const { return end - begin; }
-};
-__device__ inline range split_range(std::size_t count, std::size_t group, int part, int parts) {
-  const std::size_t groups = (count + group - 1) / group;
-  const std::size_t per = groups / parts, extra = groups % parts;
-  const std::size_t first = part * per + (std::size_t(part) < extra ? part : extra);
-  const std::size_t n = per + (std::size_t(part) < extra ? 1 : 0);
-  std::size_t begin = first * group, end = (first + n) * group;
-  if (begin > count) begin = count;
-  if (end > count) end = count;
-  return {begin, end};
 }
 
 // One step of a collective on a channel: its epoch, and whether the channel's previous step was
