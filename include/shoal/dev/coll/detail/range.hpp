@@ -17,9 +17,9 @@ struct range {
   SHOAL_HD std::size_t size() const { return end - begin; }
 };
 
-// Part `part` of `parts` (0 <= part < parts) of `count` elements split in groups of `group`: each part
-// starts on a group boundary (16 bytes for the vector paths), the first count/group % parts parts take
-// one group more than the others, and the last group may be short.
+// Part `part` of `parts` (0 <= part < parts) of `count` elements split in groups of `group` (the last one
+// may be short): each part starts on a group boundary (16 bytes for the vector paths), and where the
+// groups do not divide evenly the first parts take one group more than the others.
 SHOAL_HD inline range split_range(std::size_t count, std::size_t group, int part, int parts) {
   const std::size_t groups = (count + group - 1) / group;
   std::size_t per, extra;
