@@ -58,9 +58,9 @@ void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::si
 }
 
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes) {
-  // Per-CTA shares of a few KiB, so that calls spread over many SMs: one SM stores into a peer at
-  // ~21 GB/s (its own requests in flight bound it, not the link), so even a 4 KiB LL call, whose lines
-  // are 8 KiB, is faster from 4 CTAs than from 1. Each CTA still moves whole 16-byte words.
+  // Per-CTA shares of a few KiB, so that calls spread over many SMs: one SM writes at most ~50 GB/s
+  // (perf notes 32) and a step's latency is paid once per CTA in parallel, so even a 4 KiB LL call,
+  // whose lines are 8 KiB, is faster from 4 CTAs than from 1. Each CTA still moves whole 16-byte words.
   std::uint64_t share = kStreamShare, bytes = total_bytes;
   if (algo == algorithm::ll) share = std::min<std::uint64_t>(t.ll_bytes / 2, kLLShare), bytes = block_bytes;
   if (algo == algorithm::one_shot) share = std::min<std::uint64_t>(t.ll_bytes, kStagedShare), bytes = block_bytes;

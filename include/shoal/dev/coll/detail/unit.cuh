@@ -201,8 +201,8 @@ __device__ inline void await_scratch_free(Unit unit, const team_handle& t, int c
 
 // The algorithms a call compiles. The device API compiles them all and picks one per call. An on-stream
 // kernel runs what the host picked before the launch, so each has a kernel of LL alone and one of the
-// others: inlined beside the larger algorithms, whose registers the kernel must hold, an LL call took
-// 0.3 µs longer inside a kernel (perf notes 42).
+// others: inlined beside the larger algorithms, an LL call took 0.3–0.45 µs longer inside a kernel, in
+// step with the kernel's code size rather than its registers (perf notes 42–43).
 enum class algorithm_set { all, ll_only, all_but_ll };
 
 // `chosen`, or `large` where the unit's share is too big for it (team_handle::keeps_algorithm).
