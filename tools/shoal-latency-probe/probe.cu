@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "probe_common.hpp"
 #include "shoal/device.cuh"
 #include "shoal/shoal.hpp"
 
@@ -129,11 +130,10 @@ int run() {
   auto* words = static_cast<std::uint64_t*>(w.calloc(kFar + 1, sizeof(std::uint64_t)));
   std::uint64_t* source = nullptr;
   const std::uint64_t pattern = 0x5A5A5A5A12345678ull;
-  if (cudaMalloc(&source, sizeof(std::uint64_t)) != cudaSuccess ||
-      cudaMemcpy(source, &pattern, sizeof pattern, cudaMemcpyHostToDevice) != cudaSuccess)
-    return 2;
+  PROBE_CUDA(cudaMalloc(&source, sizeof(std::uint64_t)));
+  PROBE_CUDA(cudaMemcpy(source, &pattern, sizeof pattern, cudaMemcpyHostToDevice));
   std::uint64_t* elapsed = nullptr;
-  if (cudaMalloc(&elapsed, sizeof(std::uint64_t)) != cudaSuccess) return 2;
+  PROBE_CUDA(cudaMalloc(&elapsed, sizeof(std::uint64_t)));
   const int kIters = 20000, kReps = 5;
   std::uint64_t next = 0;
   for (const variant& v : variants) {
@@ -141,16 +141,11 @@ int run() {
     for (int rep = 0; rep < kReps; ++rep) {
       // The red.add variant adds 1 per message: the flag then counts messages, like the others' values.
       pingpong<<<1, 1>>>(w.device_handle(), words, source, v, next, kIters, elapsed);
-      if (cudaDeviceSynchronize() != cudaSuccess) {
-        std::printf("kernel failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-        return 1;
-      }
+      PROBE_CUDA(cudaGetLastError());
+      PROBE_CUDA(cudaDeviceSynchronize());
       next += kIters;
       std::uint64_t ns = 0;
-      if (cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        std::printf("reading the kernel's time failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-        return 1;
-      }
+      PROBE_CUDA(cudaMemcpy(&ns, elapsed, sizeof ns, cudaMemcpyDeviceToHost));
       one_way_us.push_back(double(ns) / kIters / 2 / 1000);
       barrier_all(w);
     }
@@ -159,16 +154,11 @@ int run() {
   }
   barrier_all(w);
   w.free(words);
-  return cudaFree(source) == cudaSuccess && cudaFree(elapsed) == cudaSuccess ? 0 : 1;
+  PROBE_CUDA(cudaFree(source));
+  PROBE_CUDA(cudaFree(elapsed));
+  return 0;
 }
 
 }  // namespace
 
-int main() {
-  try {
-    return run();
-  } catch (const shoal::error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-}
+int main() { return shoal::probe::main_reporting_errors(run); }

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "probe_common.hpp"
 #include "shoal/dev/coll.cuh"
 #include "shoal/shoal.hpp"
 #include "shoal/team.hpp"
@@ -35,15 +36,6 @@ namespace {
 using bf16 = __nv_bfloat16;
 constexpr int kCtas = 4, kThreads = 512, kPhases = 4;
 constexpr std::size_t kCount = 2048;  // 4 KiB of bfloat16
-
-#define PROBE_CUDA(call)                                                           \
-  do {                                                                             \
-    const cudaError_t status_ = (call);                                            \
-    if (status_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(status_)); \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
 
 __device__ inline std::uint64_t cycles() {
   std::uint64_t c;
@@ -419,11 +411,4 @@ int run() {
 
 }  // namespace
 
-int main() {
-  try {
-    return run();
-  } catch (const shoal::error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-}
+int main() { return shoal::probe::main_reporting_errors(run); }

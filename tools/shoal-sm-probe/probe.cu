@@ -13,19 +13,11 @@
 #include <cstring>
 #include <vector>
 
+#include "probe_common.hpp"
 #include "shoal/device.cuh"
 #include "shoal/shoal.hpp"
 
 namespace {
-
-#define PROBE_CUDA(call)                                                                                    \
-  do {                                                                                                      \
-    cudaError_t err_ = (call);                                                                              \
-    if (err_ != cudaSuccess) {                                                                              \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(err_), __FILE__, __LINE__); \
-      std::exit(1);                                                                                         \
-    }                                                                                                       \
-  } while (0)
 
 enum class variant {
   sm_put,
@@ -286,11 +278,4 @@ int run() {
 
 }  // namespace
 
-int main() {
-  try {
-    return run();
-  } catch (const shoal::error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-}
+int main() { return shoal::probe::main_reporting_errors(run); }
