@@ -288,7 +288,13 @@ void launch(const shoal::team_handle& h, bf16* dst, const bf16* src, int iters, 
 struct row {
   const char* name;
   variant v;
+  void (*launch)(const shoal::team_handle&, bf16*, const bf16*, int, results*);  // launch<v>
 };
+
+template <variant V>
+constexpr row row_of(const char* name) {
+  return {name, V, &launch<V>};
+}
 
 int run() {
   shoal::world w = shoal::init();
@@ -307,21 +313,21 @@ int run() {
   results* out = nullptr;
   PROBE_CUDA(cudaMallocManaged(&out, sizeof(results)));
 
-  const row rows[] = {{"library: shoal::reduce(grid)", variant::library},
-                      {"step: the LL step alone", variant::step},
-                      {"step, timed", variant::step_timed},
-                      {"no counter (epoch in a register)", variant::no_counter},
-                      {"no source load, no counter", variant::no_source},
-                      {"lines only (no reduce, no result store)", variant::lines_only},
-                      {"ll direct: set-up, then reduce_ll", variant::ll_direct},
-                      {"replica of shoal::reduce", variant::replica},
-                      {"replica: LL only, with the pick", variant::replica_ll},
-                      {"replica: LL and one-shot", variant::replica_ll_staged},
-                      {"replica: LL and two-shot", variant::replica_ll_pull},
-                      {"replica: all three, no across-node branch", variant::replica_within_node},
-                      {"body: reduce_ll, range set once", variant::body},
-                      {"body, one load per word", variant::body_one_load},
-                      {"body, one load, one word (no loops)", variant::body_one_word}};
+  const row rows[] = {row_of<variant::library>("library: shoal::reduce(grid)"),
+                      row_of<variant::step>("step: the LL step alone"),
+                      row_of<variant::step_timed>("step, timed"),
+                      row_of<variant::no_counter>("no counter (epoch in a register)"),
+                      row_of<variant::no_source>("no source load, no counter"),
+                      row_of<variant::lines_only>("lines only (no reduce, no result store)"),
+                      row_of<variant::ll_direct>("ll direct: set-up, then reduce_ll"),
+                      row_of<variant::replica>("replica of shoal::reduce"),
+                      row_of<variant::replica_ll>("replica: LL only, with the pick"),
+                      row_of<variant::replica_ll_staged>("replica: LL and one-shot"),
+                      row_of<variant::replica_ll_pull>("replica: LL and two-shot"),
+                      row_of<variant::replica_within_node>("replica: all three, no across-node branch"),
+                      row_of<variant::body>("body: reduce_ll, range set once"),
+                      row_of<variant::body_one_load>("body, one load per word"),
+                      row_of<variant::body_one_word>("body, one load, one word (no loops)")};
   const int kIters = 20000, kReps = 5;
   for (const row& r : rows) {
     std::vector<double> per_call_us;
@@ -330,53 +336,7 @@ int run() {
     for (int rep = 0; rep < kReps; ++rep) {
       *out = results{~0ull, 0, {}, 0, 0, 0};
       shoal::barrier_all(w);
-      switch (r.v) {
-        case variant::library:
-          launch<variant::library>(h, dst, src, kIters, out);
-          break;
-        case variant::step:
-          launch<variant::step>(h, dst, src, kIters, out);
-          break;
-        case variant::step_timed:
-          launch<variant::step_timed>(h, dst, src, kIters, out);
-          break;
-        case variant::no_counter:
-          launch<variant::no_counter>(h, dst, src, kIters, out);
-          break;
-        case variant::no_source:
-          launch<variant::no_source>(h, dst, src, kIters, out);
-          break;
-        case variant::lines_only:
-          launch<variant::lines_only>(h, dst, src, kIters, out);
-          break;
-        case variant::ll_direct:
-          launch<variant::ll_direct>(h, dst, src, kIters, out);
-          break;
-        case variant::replica:
-          launch<variant::replica>(h, dst, src, kIters, out);
-          break;
-        case variant::replica_ll:
-          launch<variant::replica_ll>(h, dst, src, kIters, out);
-          break;
-        case variant::replica_ll_staged:
-          launch<variant::replica_ll_staged>(h, dst, src, kIters, out);
-          break;
-        case variant::replica_ll_pull:
-          launch<variant::replica_ll_pull>(h, dst, src, kIters, out);
-          break;
-        case variant::replica_within_node:
-          launch<variant::replica_within_node>(h, dst, src, kIters, out);
-          break;
-        case variant::body:
-          launch<variant::body>(h, dst, src, kIters, out);
-          break;
-        case variant::body_one_load:
-          launch<variant::body_one_load>(h, dst, src, kIters, out);
-          break;
-        case variant::body_one_word:
-          launch<variant::body_one_word>(h, dst, src, kIters, out);
-          break;
-      }
+      r.launch(h, dst, src, kIters, out);
       PROBE_CUDA(cudaDeviceSynchronize());
       per_call_us.push_back(double(out->end_ns - out->start_ns) / kIters / 1e3);
       const double ns_per_cycle = double(out->ns_total) / double(out->cycles_total);
