@@ -23,6 +23,7 @@
 #include "shoal/dev/detail/check.cuh"
 #include "shoal/dev/detail/copy.cuh"
 #include "shoal/dev/detail/proxy.cuh"
+#include "shoal/dev/detail/spread.hpp"
 #include "shoal/dev/scope.cuh"
 #include "shoal/device_handle.hpp"
 
@@ -91,10 +92,17 @@ __device__ inline void proxy_scope_transfer(const device_handle& h, proxy_op op,
   if (wait) proxy_await(h, ticket, call, pe);
 }
 
+// Block and grid scope spread their copies: each starts at a warp hashed from its address
+// (detail::spread_rank), and threads with no share return at once. One thread takes its edges in pieces.
 template <typename Scope>
 __device__ inline void scope_copy(Scope, void* dst, const void* src, std::size_t bytes) {
-  constexpr bool kSingleThread = std::is_same_v<Scope, thread_scope>;  // its edges go in pieces (copy.cuh)
-  copy_bytes</*kCoherent=*/false, kSingleThread>(dst, src, bytes, Scope::rank(), Scope::size());
+  if constexpr (std::is_same_v<Scope, block_scope> || std::is_same_v<Scope, grid_scope>)
+    copy_bytes</*kCoherent=*/false, copy_split::spread>(dst, src, bytes, spread_rank(Scope::rank(), Scope::size(), dst),
+                                                        Scope::size());
+  else if constexpr (std::is_same_v<Scope, thread_scope>)
+    copy_bytes</*kCoherent=*/false, copy_split::single_thread>(dst, src, bytes, 0, 1);
+  else
+    copy_bytes</*kCoherent=*/false, copy_split::shared>(dst, src, bytes, Scope::rank(), Scope::size());
 }
 
 }  // namespace detail

@@ -9,6 +9,14 @@
 
 namespace shoal::detail {
 
+// How a copy's threads share it.
+enum class copy_split {
+  shared,         // every thread takes a share of each part: the collectives' copies, warp-scope put/get
+  single_thread,  // one thread copies (rank 0 of 1) and takes the edges in pieces (copy_edge_pieces)
+  spread,         // block- and grid-scope put/get, often a few warps' work for many threads: a thread with
+                  // no share returns at once (and the caller rotates the ranks, detail::spread_rank)
+};
+
 // Loads of the copies. kCoherent loads bypass L1 (ld.global.cg), for memory that other GPUs write while
 // the kernel runs (L1 is not coherent with them).
 template <bool kCoherent, typename V>
@@ -74,10 +82,16 @@ __device__ inline void copy_edge_pieces(std::byte* dst, const std::byte* src, st
   }
 }
 
-template <typename V, bool kCoherent, bool kSingleThread>
+template <typename V, bool kCoherent, copy_split kSplit>
 __device__ inline void copy_aligned(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t rank,
                                     std::size_t size) {
-  constexpr bool kPieces = kSingleThread && sizeof(V) >= 2;
+  constexpr bool kPieces = kSplit == copy_split::single_thread && sizeof(V) >= 2;
+  // A spread copy's thread with no share leaves at once: the edges go to ranks below sizeof(V), the body to
+  // ranks below bytes / sizeof(V). In a block of 1024 threads a small message keeps a few warps busy, and
+  // the others' bookkeeping below, repeated for every message of a stream of calls, bounded it (perf
+  // notes 45). The collectives' copies keep their code as it was: their paths move with code shape.
+  if constexpr (kSplit == copy_split::spread)
+    if (rank >= sizeof(V) && rank >= bytes / sizeof(V)) return;
   // Head: bytes up to dst's first V boundary (src shares dst's offset modulo sizeof(V)).
   std::size_t head = (sizeof(V) - reinterpret_cast<std::uintptr_t>(dst) % sizeof(V)) % sizeof(V);
   if (head > bytes) head = bytes;
@@ -95,23 +109,22 @@ __device__ inline void copy_aligned(std::byte* dst, const std::byte* src, std::s
     for (std::size_t i = done + rank; i < bytes; i += size) dst[i] = copy_load<kCoherent>(src + i);
 }
 
-// kSingleThread: one thread copies (rank 0 of 1), and takes the edges in pieces (copy_edge_pieces).
-template <bool kCoherent = false, bool kSingleThread = false>
+template <bool kCoherent = false, copy_split kSplit = copy_split::shared>
 __device__ inline void copy_bytes(void* dst_ptr, const void* src_ptr, std::size_t bytes, std::size_t rank,
                                   std::size_t size) {
   auto* dst = static_cast<std::byte*>(dst_ptr);
   auto* src = static_cast<const std::byte*>(src_ptr);
   std::uintptr_t mismatch = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
   if (mismatch % 16 == 0)
-    copy_aligned<uint4, kCoherent, kSingleThread>(dst, src, bytes, rank, size);
+    copy_aligned<uint4, kCoherent, kSplit>(dst, src, bytes, rank, size);
   else if (mismatch % 8 == 0)
-    copy_aligned<uint2, kCoherent, kSingleThread>(dst, src, bytes, rank, size);
+    copy_aligned<uint2, kCoherent, kSplit>(dst, src, bytes, rank, size);
   else if (mismatch % 4 == 0)
-    copy_aligned<unsigned, kCoherent, kSingleThread>(dst, src, bytes, rank, size);
+    copy_aligned<unsigned, kCoherent, kSplit>(dst, src, bytes, rank, size);
   else if (mismatch % 2 == 0)
-    copy_aligned<unsigned short, kCoherent, kSingleThread>(dst, src, bytes, rank, size);
+    copy_aligned<unsigned short, kCoherent, kSplit>(dst, src, bytes, rank, size);
   else
-    copy_aligned<unsigned char, kCoherent, kSingleThread>(dst, src, bytes, rank, size);
+    copy_aligned<unsigned char, kCoherent, kSplit>(dst, src, bytes, rank, size);
 }
 
 }  // namespace shoal::detail

@@ -1,0 +1,55 @@
+// detail::spread_rank, where a block- or grid-scope bulk copy starts among the scope's threads: for any
+// size and address it must be a permutation of the ranks (every byte copied once) that keeps lanes in
+// place, and messages at a power-of-two stride must start on many different warps.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "shoal/dev/detail/spread.hpp"
+
+namespace {
+
+using shoal::detail::spread_rank;
+
+const void* address(std::uint64_t a) { return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)); }
+
+TEST(SpreadRank, IsAWarpAlignedPermutationForAnySizeAndAddress) {
+  std::mt19937_64 rng(20261130);
+  const unsigned sizes[] = {1, 31, 32, 33, 96, 100, 1024, 1000, 132 * 1024, 132 * 512 + 7};
+  for (unsigned size : sizes) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const std::uint64_t key = rng();
+      std::vector<bool> seen(size, false);
+      unsigned first = size;  // the rank that takes element 0
+      for (unsigned rank = 0; rank < size; ++rank) {
+        const unsigned r = spread_rank(rank, size, address(key));
+        ASSERT_LT(r, size) << "size " << size << " key " << key;
+        ASSERT_FALSE(seen[r]) << "rank " << r << " taken twice; size " << size << " key " << key;
+        seen[r] = true;
+        if (r == 0) first = rank;
+      }
+      ASSERT_EQ(first % 32, 0u) << "a copy must start on a whole warp; size " << size << " key " << key;
+      for (unsigned rank = 0; rank < size; ++rank)
+        ASSERT_EQ(spread_rank(rank, size, address(key)), (rank + size - first) % size) << "not a rotation";
+    }
+  }
+}
+
+TEST(SpreadRank, StridedMessagesStartOnManyWarps) {
+  // 64 messages 64 KiB apart (a ring of slots) in a block of 1024 threads (32 warps): starting them all on
+  // warp 0, or on a few warps, would serialize them.
+  for (std::uint64_t stride : {std::uint64_t(16), std::uint64_t(4096), std::uint64_t(65536), std::uint64_t(1) << 21}) {
+    std::set<unsigned> starts;
+    for (std::uint64_t k = 0; k < 64; ++k) {
+      const std::uint64_t key = 0x7f0000000000ull + k * stride;
+      for (unsigned rank = 0; rank < 1024; rank += 32)
+        if (spread_rank(rank, 1024, address(key)) == 0) starts.insert(rank / 32);
+    }
+    EXPECT_GE(starts.size(), 24u) << "stride " << stride << ": messages start on too few of the 32 warps";
+  }
+}
+
+}  // namespace
