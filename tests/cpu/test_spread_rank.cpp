@@ -1,6 +1,6 @@
 // detail::spread_rank, where a block- or grid-scope bulk copy starts among the scope's threads: for any
-// size and address it must be a permutation of the ranks (every byte copied once) that keeps lanes in
-// place, and messages at a power-of-two stride must start on many different warps.
+// size and address it must be a rotation of the ranks by whole warps (every byte copied once; lanes stay in
+// place where the size is a multiple of 32), and messages at a power-of-two stride must start on many warps.
 #include <gtest/gtest.h>
 
 #include <cstdint>
