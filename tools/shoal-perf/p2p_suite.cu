@@ -26,6 +26,9 @@ const char* to_string(scope_kind s) {
 namespace {
 
 constexpr std::uint64_t kInnerBytes = 64ull << 20;  // below this per message, messages repeat inside one kernel
+// One thread or one warp moves a few GB/s at most (a thread's get of 64 KiB, 0.07 GB/s): a batch of the usual
+// 256 MiB would take seconds, eleven times per row. Their batches move at most this much.
+constexpr std::uint64_t kSmallScopeBatchBytes = 16ull << 20;
 
 struct rma_args {
   std::byte* dst;
@@ -105,7 +108,11 @@ measurement measure_device_rma(context& ctx, const rma_case& c) {
                                 std::to_string(c.ctas) + " x " + std::to_string(c.threads));
   ctx.reserve(c.bytes);
   const shoal::device_handle h = ctx.world.device_handle();
-  const std::int64_t wanted = ctx.ops_per_batch(c.bytes);
+  std::int64_t wanted = ctx.ops_per_batch(c.bytes);
+  if (ctx.opt.iters == 0 && (c.scope == scope_kind::thread || c.scope == scope_kind::warp))
+    wanted = std::min<std::int64_t>(
+        wanted, std::max<std::int64_t>(
+                    4, static_cast<std::int64_t>(kSmallScopeBatchBytes / std::max<std::uint64_t>(c.bytes, 1))));
   const auto inner = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(kInnerBytes / std::max<std::uint64_t>(c.bytes, 1), 1, static_cast<std::uint64_t>(wanted)));
   const std::int64_t launches = (wanted + inner - 1) / inner;
