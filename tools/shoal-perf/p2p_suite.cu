@@ -109,10 +109,10 @@ measurement measure_device_rma(context& ctx, const rma_case& c) {
   ctx.reserve(c.bytes);
   const shoal::device_handle h = ctx.world.device_handle();
   std::int64_t wanted = ctx.ops_per_batch(c.bytes);
-  if (ctx.opt.iters == 0 && (c.scope == scope_kind::thread || c.scope == scope_kind::warp))
-    wanted = std::min<std::int64_t>(
-        wanted, std::max<std::int64_t>(
-                    4, static_cast<std::int64_t>(kSmallScopeBatchBytes / std::max<std::uint64_t>(c.bytes, 1))));
+  if (ctx.opt.iters == 0 && (c.scope == scope_kind::thread || c.scope == scope_kind::warp)) {
+    const auto fits = static_cast<std::int64_t>(kSmallScopeBatchBytes / std::max<std::uint64_t>(c.bytes, 1));
+    wanted = std::clamp<std::int64_t>(fits, 4, wanted);  // ops_per_batch is at least 4
+  }
   const auto inner = static_cast<std::uint32_t>(
       std::clamp<std::uint64_t>(kInnerBytes / std::max<std::uint64_t>(c.bytes, 1), 1, static_cast<std::uint64_t>(wanted)));
   const std::int64_t launches = (wanted + inner - 1) / inner;
