@@ -1,7 +1,11 @@
 // put / get (blocking and _nbi) at every scope, for sizes from 0 to over a MiB and for source and
 // destination offsets that defeat 16-byte vector accesses, checked byte for byte against a host
-// reference, including guard bytes around the target region. Also p / g on several types.
+// reference, including guard bytes around the target region; streams of small messages by one block or
+// grid with one quiet at the end. Also p / g on several types.
 #include <cstring>
+#include <random>
+#include <type_traits>
+#include <vector>
 
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
@@ -126,6 +130,91 @@ TEST(Rma, BlockScope) {
 TEST(Rma, GridScope) {
   SHOAL_REQUIRE_WORLD(1);
   run_matrix<grid_scope>({4, 128}, 1u << 21);
+}
+
+// A stream of small messages by one scope and one quiet at the end. Block- and grid-scope copies start at a
+// warp hashed from each message's address and their idle threads leave at once (detail::spread_rank), so
+// consecutive messages run on different warps at the same time; every message must still land whole.
+struct message {
+  std::uint32_t src_off, dst_off, bytes;
+};
+
+template <typename Scope>
+__global__ void stream_kernel(device_handle h, bool is_put, const message* msgs, int count, std::byte* sym,
+                              std::byte* local, int pe) {
+  Scope scope;
+  // At block scope CTA b takes every gridDim.x-th message from b on; at grid scope the grid takes them all.
+  constexpr bool kPerBlock = std::is_same_v<Scope, block_scope>;
+  for (int i = kPerBlock ? int(blockIdx.x) : 0; i < count; i += kPerBlock ? int(gridDim.x) : 1) {
+    const message m = msgs[i];
+    if (is_put)
+      put_bytes_nbi(scope, h, sym + m.dst_off, local + m.src_off, m.bytes, pe);
+    else
+      get_bytes_nbi(scope, h, local + m.dst_off, sym + m.src_off, m.bytes, pe);
+  }
+  quiet(scope, h);
+}
+
+template <typename Scope>
+void run_stream(launch_shape shape) {
+  shoal::world& w = *the_world();
+  constexpr std::uint32_t kRegion = 1u << 20, kMaxBytes = 4100;
+  constexpr int kMessages = 300;
+  // Sizes from 0 to past one pass of a 256-thread CTA, offsets at every alignment; destinations end to end
+  // with gaps of 0-17 bytes, so they are disjoint. A fixed seed: every PE builds the same list, so the
+  // receiver knows what was sent.
+  std::mt19937 rng(4242);
+  std::vector<message> msgs(kMessages);
+  std::uint32_t next_dst = 0;
+  for (message& m : msgs) {
+    m.bytes = std::uniform_int_distribution<std::uint32_t>(0, kMaxBytes)(rng);
+    m.src_off = std::uniform_int_distribution<std::uint32_t>(0, kRegion - kMaxBytes)(rng);
+    next_dst += std::uniform_int_distribution<std::uint32_t>(0, 17)(rng);
+    m.dst_off = next_dst;
+    next_dst += m.bytes;
+  }
+  ASSERT_LE(next_dst, kRegion);
+  message* device_msgs = nullptr;
+  CUDA_OK(cudaMalloc(&device_msgs, sizeof(message) * kMessages));
+  CUDA_OK(cudaMemcpy(device_msgs, msgs.data(), sizeof(message) * kMessages, cudaMemcpyHostToDevice));
+  auto* sym = static_cast<std::byte*>(w.malloc(kRegion));
+  std::byte* local = nullptr;
+  CUDA_OK(cudaMalloc(&local, kRegion));
+  const int target = next_pe(w), source = prev_pe(w);
+
+  for (bool is_put : {true, false}) {
+    SCOPED_TRACE(is_put ? "put_nbi stream" : "get_nbi stream");
+    const std::uint64_t seed = is_put ? 7000 : 8000;
+    auto sym_bytes = [&](int pe) { return random_bytes(seed + 2 * pe, kRegion); };
+    auto local_bytes = [&](int pe) { return random_bytes(seed + 2 * pe + 1, kRegion); };
+    upload(sym, sym_bytes(w.pe()));
+    upload(local, local_bytes(w.pe()));
+    barrier_all(w);
+    stream_kernel<Scope>
+        <<<shape.blocks, shape.threads>>>(w.device_handle(), is_put, device_msgs, kMessages, sym, local, target);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    barrier_all(w);
+
+    // put: `source` wrote my sym from its local. get: my local was filled from `target`'s sym.
+    std::vector<std::uint8_t> expected = is_put ? sym_bytes(w.pe()) : local_bytes(w.pe());
+    const std::vector<std::uint8_t> sent = is_put ? local_bytes(source) : sym_bytes(target);
+    for (const message& m : msgs) std::memcpy(expected.data() + m.dst_off, sent.data() + m.src_off, m.bytes);
+    EXPECT_EQ(first_mismatch(download(is_put ? sym : local, kRegion), expected), -1);
+    barrier_all(w);  // nobody refills before everyone checked
+  }
+  CUDA_OK(cudaFree(local));
+  CUDA_OK(cudaFree(device_msgs));
+  w.free(sym);
+}
+
+TEST(Rma, BlockScopeStreamOfSmallMessages) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_stream<block_scope>({4, 1024});
+}
+TEST(Rma, GridScopeStreamOfSmallMessages) {
+  SHOAL_REQUIRE_WORLD(1);
+  run_stream<grid_scope>({4, 256});
 }
 
 // p / g on several element types: thread t of the kernel handles element t.
