@@ -3,8 +3,9 @@
 # traps, and (when built) shoal-perf's quick suite with NCCL beside it. Logs go to $OUT (default ./out);
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
-# PERF_TAG (log and JSON file names, to run several suites into one $OUT), PES (PE counts of the test
-# tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
+# PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_PES (PEs of the perf run,
+# default 2; e.g. PES="1 2 4 8" PERF_PES=8 PERF_SUITE=coll on a machine of 8 GPUs), PES (PE counts of the
+# test tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
 # without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,7 +77,8 @@ fi
 
 if [ -x "$BUILD/bin/shoal-perf" ] && [ "${SKIP_PERF:-0}" != 1 ]; then
   tag=${PERF_TAG:-perf}
-  run_step "shoal-perf ${PERF_SUITE:-quick}" "$tag.log" -- "$BUILD/bin/shoalrun" -n 2 --timeout "${PERF_TIMEOUT:-500}" -- \
+  run_step "shoal-perf ${PERF_SUITE:-quick}, ${PERF_PES:-2} PEs" "$tag.log" -- "$BUILD/bin/shoalrun" -n "${PERF_PES:-2}" \
+    --timeout "${PERF_TIMEOUT:-500}" -- \
     "$BUILD/bin/shoal-perf" ${PERF_SUITE:-quick} --json "$OUT/$tag.jsonl" ${PERF_ARGS:-}
 fi
 
