@@ -1,6 +1,8 @@
 // detail::spread_rank, where a block- or grid-scope bulk copy starts among the scope's threads: for any
 // size and address it must be a rotation of the ranks by whole warps (every byte copied once; lanes stay in
 // place where the size is a multiple of 32), and messages at a power-of-two stride must start on many warps.
+// detail::may_have_share, the test by which an idle thread of such a copy returns at once: it must hold for
+// every thread that copy_aligned's split gives a part, and free the rest.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 namespace {
 
+using shoal::detail::may_have_share;
 using shoal::detail::spread_rank;
 
 const void* address(std::uint64_t a) { return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)); }
@@ -50,6 +53,34 @@ TEST(SpreadRank, StridedMessagesStartOnManyWarps) {
     }
     EXPECT_GE(starts.size(), 24u) << "stride " << stride << ": messages start on too few of the 32 warps";
   }
+}
+
+// copy_aligned's split written out: whether `rank` copies any byte of `bytes` bytes in units of `unit`, the
+// destination `offset` bytes past a unit boundary. Head and tail bytes go one per rank, units one per rank.
+bool takes_part(std::size_t rank, std::size_t bytes, std::size_t unit, std::size_t offset) {
+  std::size_t head = (unit - offset % unit) % unit;
+  if (head > bytes) head = bytes;
+  const std::size_t body = (bytes - head) / unit, tail = bytes - head - body * unit;
+  return rank < head || rank < body || rank < tail;
+}
+
+TEST(SpreadRank, EveryThreadWithAPartMayHaveAShare) {
+  for (std::size_t unit : {1, 2, 4, 8, 16})
+    for (std::size_t offset = 0; offset < unit; ++offset)
+      for (std::size_t bytes = 0; bytes <= 700; ++bytes)
+        for (std::size_t rank = 0; rank < 800; ++rank) {
+          if (!takes_part(rank, bytes, unit, offset)) continue;
+          ASSERT_TRUE(may_have_share(rank, bytes, unit))
+              << "rank " << rank << " copies part of " << bytes << " bytes in units of " << unit << " at offset "
+              << offset << " but would return at once";
+        }
+}
+
+TEST(SpreadRank, ASmallMessageFreesMostOfABlock) {
+  // 2 KiB in 16-byte units: 128 of a block's 1024 threads have a part; the other 896 return at once.
+  int busy = 0;
+  for (std::size_t rank = 0; rank < 1024; ++rank) busy += may_have_share(rank, 2048, 16) ? 1 : 0;
+  EXPECT_EQ(busy, 128);
 }
 
 }  // namespace

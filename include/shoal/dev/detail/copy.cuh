@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "shoal/dev/detail/spread.hpp"
+
 namespace shoal::detail {
 
 // How a copy's threads share it.
@@ -86,12 +88,12 @@ template <typename V, bool kCoherent, copy_split kSplit>
 __device__ inline void copy_aligned(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t rank,
                                     std::size_t size) {
   constexpr bool kPieces = kSplit == copy_split::single_thread && sizeof(V) >= 2;
-  // A spread copy's thread with no share leaves at once: the edges go to ranks below sizeof(V), the body to
-  // ranks below bytes / sizeof(V). In a block of 1024 threads a small message keeps a few warps busy, and
-  // the others' bookkeeping below, repeated for every message of a stream of calls, bounded it (perf
-  // notes 45). The collectives' copies keep their code as it was: their paths move with code shape.
+  // A spread copy's thread with no share leaves at once. In a block of 1024 threads a small message keeps a
+  // few warps busy, and the others' bookkeeping below, repeated for every message of a stream of calls,
+  // bounded it (perf notes 45). The collectives' copies keep their code as it was: their paths move with
+  // code shape.
   if constexpr (kSplit == copy_split::spread)
-    if (rank >= sizeof(V) && rank >= bytes / sizeof(V)) return;
+    if (!may_have_share(rank, bytes, sizeof(V))) return;
   // Head: bytes up to dst's first V boundary (src shares dst's offset modulo sizeof(V)).
   std::size_t head = (sizeof(V) - reinterpret_cast<std::uintptr_t>(dst) % sizeof(V)) % sizeof(V);
   if (head > bytes) head = bytes;

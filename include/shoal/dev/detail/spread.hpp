@@ -1,6 +1,7 @@
 // Where a bulk copy starts among a scope's threads (host and device code, so a CPU test can check it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "shoal/detail/host_device.hpp"
@@ -23,6 +24,13 @@ SHOAL_HD inline unsigned spread_rank(unsigned rank, unsigned size, const void* k
   const unsigned first = unsigned((std::uint64_t(mixed) * warps) >> 32) * 32;  // warp in [0, warps), no division
   const unsigned r = rank + size - first;
   return r >= size ? r - size : r;
+}
+
+// Whether thread `rank` can have a part in a copy of `bytes` bytes in units of `unit` bytes (the split of
+// detail::copy_aligned): the edges before and after the units go to ranks below `unit`, the units to ranks
+// below bytes / unit. A spread copy's thread for which this is false returns at once.
+SHOAL_HD constexpr bool may_have_share(std::size_t rank, std::size_t bytes, std::size_t unit) {
+  return rank < unit || rank < bytes / unit;
 }
 
 }  // namespace shoal::detail
