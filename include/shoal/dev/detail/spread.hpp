@@ -1,4 +1,5 @@
-// Where a bulk copy starts among a scope's threads (host and device code, so a CPU test can check it).
+// How a spread bulk copy (block- and grid-scope put/get) is shared among a scope's threads: where it starts,
+// and which threads can have a part. Host and device code, so CPU tests can check both.
 #pragma once
 
 #include <cstddef>
