@@ -54,7 +54,7 @@ template <typename T, reduce_op Op>
 __global__ void __launch_bounds__(kCollThreads) combine_kernel(T* dst, const T* src, std::size_t count) {
   await_previous_kernel();
   const unsigned threads = gridDim.x * blockDim.x, rank = blockIdx.x * blockDim.x + threadIdx.x;
-  reduce_sources<Op, T>(
+  reduce_sources<Op, T, source_loads::in_pairs>(
       count, 2, [&](int s) { return s == 0 ? static_cast<const T*>(dst) : src; }, 1, [&](int) { return dst; }, rank,
       threads);
 }

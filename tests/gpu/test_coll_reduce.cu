@@ -67,5 +67,21 @@ TEST(CollReduce, GridScope) {
   reduce_matrix(scope_kind::grid, {0, 1, 37, 1000, 10000, 65537}, 4);
 }
 
+// The reductions load their sources two at a time. A team of every PE but the first has one member on 2
+// PEs and three on 4 (an odd count of sources, the last without a partner), at sizes that reach the
+// unrolled loops as well as the tails.
+TEST(CollReduce, TeamOfEveryPeButTheFirst) {
+  SHOAL_REQUIRE_WORLD(2);
+  world& w = *the_world();
+  team t = split_strided(w, world_team(w), 1, 1, w.n_pes() - 1);
+  const matrix_options m{.kinds = {coll_kind::reduce, coll_kind::reducescatter}, .counts = {1000, 65537}};
+  std::uint64_t seed = 5;
+  for (scope_kind scope : {scope_kind::block, scope_kind::grid}) {
+    SCOPED_TRACE(std::string("scope ") + to_string(scope));
+    run_matrix<std::int32_t>(t, m, seed++, device_api_at<std::int32_t>(scope));
+  }
+  t.destroy();
+}
+
 }  // namespace
 }  // namespace shoal::gpu_test

@@ -24,6 +24,17 @@ TEST(CollStream, EveryCollectiveEveryAlgorithm) {
   }
 }
 
+// The on-stream reductions load their sources two at a time (source_loads::in_pairs). Pull algorithms
+// reach the unrolled loop only with at least 32 KiB per CTA: a 16 MiB all-reduce (two-shot) and
+// reduce-scatter (direct), below the size where two members switch to the copy engines.
+TEST(CollStream, LargePullReductions) {
+  SHOAL_REQUIRE_WORLD(1);
+  world& w = *the_world();
+  team t = world_copy_with(w, {"two_shot", "direct", "auto"});
+  run_stream_matrix<std::int32_t>(
+      t, {.kinds = {coll_kind::reduce, coll_kind::reducescatter}, .counts = {(std::size_t{16} << 20) / 4 + 5}}, 650);
+}
+
 // ---- every element type x operator
 
 template <typename T>

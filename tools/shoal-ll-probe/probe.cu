@@ -179,6 +179,7 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
                                                std::size_t count) {
   using namespace shoal::detail;
   using shoal::algorithm;
+  constexpr source_loads kLoads = source_loads::one_at_a_time;  // as the device API inside users' kernels
   const coll_unit u = make_unit(shoal::grid, t);
   if (!u.active) return;
   const reduce_plan<bf16> plan{dst, src, count, 0};
@@ -192,7 +193,7 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
       fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
   auto run = [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
-      reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+      reduce_staged<shoal::reduce_op::sum, kLoads>(unit, t, u.channel, plan, r);
     } else {
       switch (chosen) {
         case algorithm::ll:
@@ -200,15 +201,15 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
           break;
         case algorithm::one_shot:
           if constexpr ((kHas & kStaged) != 0)
-            reduce_staged<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+            reduce_staged<shoal::reduce_op::sum, kLoads>(unit, t, u.channel, plan, r);
           else
             __trap();
           break;
         default: {
           if constexpr ((kHas & kPull) != 0) {
             const range mine = split_range(r.size(), 8, t.index, t.size());
-            reduce_pull<shoal::reduce_op::sum>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0,
-                                               true);
+            reduce_pull<shoal::reduce_op::sum, kLoads>(unit, t, u.channel, plan,
+                                                       {r.begin + mine.begin, r.begin + mine.end}, 0, true);
           } else {
             __trap();
           }

@@ -101,7 +101,8 @@ void run_coll(context& ctx) {
       "replayed; grid / block = N back-to-back calls inside one kernel (grid: the on-stream CTA count; block: "
       "one CTA), timed in the kernel. Every batch starts after a barrier on the stream; times are the slowest PE's");
   out.note(fmt::format(
-      "algo: the cost model's choice (team_handle::pick), table {}; NCCL: the same operation "
+      "algo: the cost model's choice (team_handle::pick; one block on a buffer too large for it runs the large "
+      "algorithm), table {}; NCCL: the same operation "
       "under graph replay, x_nccl = shoal algbw / NCCL algbw",
       model != nullptr && *model != '\0' ? fmt::format("from SHOAL_COLL_MODEL={}", model) : std::string("built in")));
 

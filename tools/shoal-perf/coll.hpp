@@ -66,6 +66,9 @@ bool coll_size_valid(collective op, std::uint64_t bytes);
 
 // The algorithm a call of `op` on `bytes` runs with handle `h` (the model's pick, or the forced one).
 algorithm coll_pick(const team_handle& h, collective op, std::uint64_t bytes);
+// The same for a call by one block, whose one unit takes all `bytes`: where that share needs too many
+// scratch steps for the pick, the device runs the large algorithm instead (team_handle::keeps_algorithm).
+algorithm coll_pick_one_block(const team_handle& h, collective op, std::uint64_t bytes);
 
 // Operations per timed batch: --iters, else enough that a batch moves about 1 GiB, between 4 and 1000
 // (small calls: 1000 back to back).

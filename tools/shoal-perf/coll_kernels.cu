@@ -151,7 +151,7 @@ coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
   if (c.force) h = h.with_algorithm(c.op, *c.force);
 
   coll_result r;
-  r.algo = coll_pick(h, c.op, c.bytes);
+  r.algo = c.mode == coll_mode::block ? coll_pick_one_block(h, c.op, c.bytes) : coll_pick(h, c.op, c.bytes);
   if (c.mode == coll_mode::block) {
     r.ctas = 1;
     r.threads = kCollBlockThreads;

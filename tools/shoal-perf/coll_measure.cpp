@@ -318,6 +318,12 @@ algorithm coll_pick(const team_handle& h, collective op, std::uint64_t bytes) {
   }
 }
 
+algorithm coll_pick_one_block(const team_handle& h, collective op, std::uint64_t bytes) {
+  const algorithm picked = coll_pick(h, op, bytes);
+  if (op == collective::barrier || h.keeps_algorithm(op, picked, bytes)) return picked;
+  return op == collective::reduce ? algorithm::two_shot : algorithm::direct;
+}
+
 std::int64_t coll_ops(const context& ctx, std::uint64_t bytes) {
   if (ctx.opt.iters > 0) return ctx.opt.iters;
   return static_cast<std::int64_t>(std::clamp<std::uint64_t>(kGiB / std::max<std::uint64_t>(bytes, 1), 4, 1000));

@@ -77,7 +77,7 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
 }
 
 // One-shot: stage each member's block into its scratch, one signalled step, reduce locally.
-template <reduce_op Op, typename T, typename Unit>
+template <reduce_op Op, source_loads kLoads, typename T, typename Unit>
 __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
   const std::size_t capacity = t.ll_bytes / sizeof(T);
   const int n = t.size(), me = t.index;
@@ -102,7 +102,7 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
       if (Unit::leader()) proxy_quiet(t.world);
       Unit::sync();
     }
-    reduce_sources<Op, T>(
+    reduce_sources<Op, T, kLoads>(
         len, n,
         [&](int s) {
           // Source 0 is this member's own block; the others are the peers' staged blocks, in order.
@@ -118,14 +118,14 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
 // Pull: after an entry meeting (every member's src is ready), reduce the elements [r) of block `block`
 // from every member's src, write the result to each dst in `targets` (this member's dst, or every
 // member's: the all-gather half of two-shot), then an exit meeting (reads done, writes visible).
-template <reduce_op Op, typename T, typename Unit>
+template <reduce_op Op, source_loads kLoads, typename T, typename Unit>
 __device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r, int block,
                                    bool write_everywhere) {
   const int n = t.size(), me = t.index;
   const std::uint64_t epoch = next_step(unit, t, ch, true).epoch;
   meet_members(unit, t, ch, 2 * epoch, true);
   const T* src = p.src + block * p.block_stride + r.begin;
-  reduce_sources<Op, T>(
+  reduce_sources<Op, T, kLoads>(
       r.size(), n, [&](int s) { return s == 0 ? src : member_ptr(t, src, s <= me ? s - 1 : s); },
       write_everywhere ? n : 1,
       [&](int d) { return d == 0 ? p.dst + r.begin : member_ptr(t, p.dst + r.begin, d <= me ? d - 1 : d); },
@@ -149,6 +149,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, 0};
   const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
+  // Only kernels of one algorithm family load sources in pairs (see source_loads).
+  constexpr source_loads kLoads = kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
@@ -156,22 +158,22 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
     const algorithm chosen = fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
     with_unit_steps(scope, t, [&](auto unit) {
       if constexpr (decltype(unit)::proxied) {
-        reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+        reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
       } else {
         switch (chosen) {
           case algorithm::ll:
             if constexpr (kSet == algorithm_set::all)
               reduce_ll<Op>(unit, t, u.channel, plan, r);
             else
-              reduce_staged<Op>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
+              reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
             break;
           case algorithm::one_shot:
-            reduce_staged<Op>(unit, t, u.channel, plan, r);
+            reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);
             break;
           default: {
             // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
             const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-            reduce_pull<Op>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+            reduce_pull<Op, kLoads>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
             break;
           }
         }
@@ -189,6 +191,8 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, 
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, count};
   const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
+  // Only kernels of one algorithm family load sources in pairs (see source_loads).
+  constexpr source_loads kLoads = kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
@@ -196,20 +200,20 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, 
     const algorithm chosen = fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
     with_unit_steps(scope, t, [&](auto unit) {
       if constexpr (decltype(unit)::proxied) {
-        reduce_staged<Op>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
+        reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
       } else {
         switch (chosen) {
           case algorithm::ll:
             if constexpr (kSet == algorithm_set::all)
               reduce_ll<Op>(unit, t, u.channel, plan, r);
             else
-              reduce_staged<Op>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
+              reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
             break;
           case algorithm::one_shot:
-            reduce_staged<Op>(unit, t, u.channel, plan, r);
+            reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);
             break;
           default:
-            reduce_pull<Op>(unit, t, u.channel, plan, r, t.index, false);
+            reduce_pull<Op, kLoads>(unit, t, u.channel, plan, r, t.index, false);
             break;
         }
       }

@@ -43,11 +43,21 @@ __device__ inline T load_cg(const T* p) {
 
 __device__ inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// How reduce_sources loads its sources. The first use of a source's words waits for them, so loads issued
+// after it add one memory latency per source to every pass; in pairs, the loads of two sources are all in
+// flight before either is used. That takes 16 more registers per thread, which the on-stream kernels have
+// (512 threads, 128 registers, one family of algorithms each). Kernels that users launch hold every
+// algorithm at up to 1024 threads; there the registers spill and every call slowed, LL calls by up to
+// 0.8 µs (perf notes 46), so they load one source at a time.
+enum class source_loads { one_at_a_time, in_pairs };
+
 // For k in [0, count): every destination d < n_dst gets op over s < n_src of source(s)[k].
 // source(s) and destination(d) return element pointers; the unit's threads share the work.
-template <reduce_op Op, typename T, typename Source, typename Dest>
+template <reduce_op Op, typename T, source_loads kLoads = source_loads::one_at_a_time, typename Source, typename Dest>
 __device__ inline void reduce_sources(std::size_t count, int n_src, Source source, int n_dst, Dest destination,
                                       unsigned rank, unsigned threads) {
+  constexpr bool kPairs = kLoads == source_loads::in_pairs;
+  constexpr int kGroup = kPairs ? 2 : 1;  // sources loaded together
   bool vectors = true;
   for (int s = 0; s < n_src; ++s) vectors &= aligned16(source(s));
   for (int d = 0; d < n_dst; ++d) vectors &= aligned16(destination(d));
@@ -57,19 +67,37 @@ __device__ inline void reduce_sources(std::size_t count, int n_src, Source sourc
     constexpr int kPer = 16 / sizeof(T);
     constexpr int kUnroll = 4;
     const std::size_t words = count / kPer;
+    auto from = [&](int s) { return reinterpret_cast<const word*>(source(s)); };
+    // Loads words u of source s into w and, in pairs, of source s + 1 (if there is one) into x.
+    auto load_group = [&](int s, std::size_t i, word(&w)[kUnroll], word(&x)[kUnroll]) {
+      const word* first = from(s);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) w[u] = load_cg(first + i + u * threads);
+      if (kPairs && s + 1 < n_src) {
+        const word* second = from(s + 1);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) x[u] = load_cg(second + i + u * threads);
+      }
+    };
     std::size_t i = rank;
     for (; i + (kUnroll - 1) * std::size_t(threads) < words; i += kUnroll * std::size_t(threads)) {
       acc_word<T, word> acc[kUnroll];
-      const word* first = reinterpret_cast<const word*>(source(0));
+      word w[kUnroll], x[kUnroll];
+      load_group(0, i, w, x);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) acc[u] = acc_word<T, word>::from(load_cg(first + i + u * threads));
-      for (int s = 1; s < n_src; ++s) {
-        const word* from = reinterpret_cast<const word*>(source(s));
-        word w[kUnroll];
+      for (int u = 0; u < kUnroll; ++u) acc[u] = acc_word<T, word>::from(w[u]);
+      if (kPairs && n_src > 1) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) w[u] = load_cg(from + i + u * threads);
+        for (int u = 0; u < kUnroll; ++u) acc[u].template add<Op>(x[u]);
+      }
+      for (int s = kGroup; s < n_src; s += kGroup) {
+        load_group(s, i, w, x);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) acc[u].template add<Op>(w[u]);
+        if (kPairs && s + 1 < n_src) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) acc[u].template add<Op>(x[u]);
+        }
       }
       for (int d = 0; d < n_dst; ++d) {
         word* to = reinterpret_cast<word*>(destination(d));
@@ -78,8 +106,11 @@ __device__ inline void reduce_sources(std::size_t count, int n_src, Source sourc
       }
     }
     for (; i < words; i += threads) {
-      auto acc = acc_word<T, word>::from(load_cg(reinterpret_cast<const word*>(source(0)) + i));
-      for (int s = 1; s < n_src; ++s) acc.template add<Op>(load_cg(reinterpret_cast<const word*>(source(s)) + i));
+      const word first = load_cg(from(0) + i);
+      const word second = kPairs && n_src > 1 ? load_cg(from(1) + i) : word{};
+      auto acc = acc_word<T, word>::from(first);
+      if (kPairs && n_src > 1) acc.template add<Op>(second);
+      for (int s = kPairs ? 2 : 1; s < n_src; ++s) acc.template add<Op>(load_cg(from(s) + i));
       for (int d = 0; d < n_dst; ++d) reinterpret_cast<word*>(destination(d))[i] = acc.word();
     }
     done = words * kPer;
