@@ -67,9 +67,9 @@ TEST(CollReduce, GridScope) {
   reduce_matrix(scope_kind::grid, {0, 1, 37, 1000, 10000, 65537}, 4);
 }
 
-// The reductions load their sources two at a time. A team of every PE but the first has one member on 2
-// PEs and three on 4 (an odd count of sources, the last without a partner), at sizes that reach the
-// unrolled loops as well as the tails.
+// A team of every PE but the first has one member on 2 PEs and three on 4: an odd count of sources, which
+// the on-stream reductions load in pairs, the last alone (source_loads). The device API at block and grid
+// scope and the on-stream forms, at sizes that reach the unrolled loops as well as the tails.
 TEST(CollReduce, TeamOfEveryPeButTheFirst) {
   SHOAL_REQUIRE_WORLD(2);
   world& w = *the_world();
@@ -80,6 +80,8 @@ TEST(CollReduce, TeamOfEveryPeButTheFirst) {
     SCOPED_TRACE(std::string("scope ") + to_string(scope));
     run_matrix<std::int32_t>(t, m, seed++, device_api_at<std::int32_t>(scope));
   }
+  SCOPED_TRACE("on a stream");
+  run_stream_matrix<std::int32_t>(t, m, seed);
   t.destroy();
 }
 

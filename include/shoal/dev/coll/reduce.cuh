@@ -133,6 +133,11 @@ __device__ inline void reduce_pull(Unit unit, const team_handle& t, int ch, cons
   meet_members(unit, t, ch, 2 * epoch + 1, true);
 }
 
+// Only kernels of one algorithm family load sources in pairs (see source_loads).
+template <algorithm_set kSet>
+inline constexpr source_loads kLoadsOf =
+    kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
+
 template <typename T>
 __device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t dst_count,
                                          std::size_t src_count) {
@@ -149,8 +154,7 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, 0};
   const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
-  // Only kernels of one algorithm family load sources in pairs (see source_loads).
-  constexpr source_loads kLoads = kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
+  constexpr source_loads kLoads = kLoadsOf<kSet>;
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
@@ -191,8 +195,7 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, 
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, count};
   const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
-  // Only kernels of one algorithm family load sources in pairs (see source_loads).
-  constexpr source_loads kLoads = kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
+  constexpr source_loads kLoads = kLoadsOf<kSet>;
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
