@@ -105,12 +105,13 @@ __device__ inline void reduce_sources(std::size_t count, int n_src, Source sourc
         for (int u = 0; u < kUnroll; ++u) to[i + u * threads] = acc[u].word();
       }
     }
+    // One word per thread: only the first two sources go in a pair (a team of two, the common case).
     for (; i < words; i += threads) {
       const word first = load_cg(from(0) + i);
       const word second = kPairs && n_src > 1 ? load_cg(from(1) + i) : word{};
       auto acc = acc_word<T, word>::from(first);
       if (kPairs && n_src > 1) acc.template add<Op>(second);
-      for (int s = kPairs ? 2 : 1; s < n_src; ++s) acc.template add<Op>(load_cg(from(s) + i));
+      for (int s = kGroup; s < n_src; ++s) acc.template add<Op>(load_cg(from(s) + i));
       for (int d = 0; d < n_dst; ++d) reinterpret_cast<word*>(destination(d))[i] = acc.word();
     }
     done = words * kPer;
