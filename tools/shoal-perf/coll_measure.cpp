@@ -307,21 +307,23 @@ bool coll_size_valid(collective op, std::uint64_t bytes) {
   return bytes >= 1;
 }
 
+namespace {
+// The algorithm the device runs for large calls of `op` (barrier: its only one, asked of no model).
+algorithm large_algorithm(collective op) {
+  if (op == collective::barrier) return algorithm::one_shot;
+  return op == collective::reduce ? algorithm::two_shot : algorithm::direct;
+}
+}  // namespace
+
 algorithm coll_pick(const team_handle& h, collective op, std::uint64_t bytes) {
-  switch (op) {
-    case collective::barrier:
-      return algorithm::one_shot;  // its only algorithm; the device code asks no model
-    case collective::reduce:
-      return h.pick(op, bytes, algorithm::two_shot);
-    default:
-      return h.pick(op, bytes, algorithm::direct);
-  }
+  if (op == collective::barrier) return large_algorithm(op);
+  return h.pick(op, bytes, large_algorithm(op));
 }
 
 algorithm coll_pick_one_block(const team_handle& h, collective op, std::uint64_t bytes) {
   const algorithm picked = coll_pick(h, op, bytes);
   if (op == collective::barrier || h.keeps_algorithm(op, picked, bytes)) return picked;
-  return op == collective::reduce ? algorithm::two_shot : algorithm::direct;
+  return large_algorithm(op);
 }
 
 std::int64_t coll_ops(const context& ctx, std::uint64_t bytes) {
