@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-call check on a machine with GPUs: the GPU test tier at 1 and 2 PEs, the debug-build device
-# traps, and (when built) shoal-perf's quick suite with NCCL beside it. Logs go to $OUT (default ./out);
+# traps, and (when built) shoal-perf's quick suite with NCCL and NVSHMEM beside it. Logs go to $OUT (default ./out);
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
 # PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_PES (PEs of the perf run,
@@ -15,6 +15,8 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$BUILD/src${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NVSHMEM beside shoal in quick (when the build found it): every PE is on this host.
+export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo} NVSHMEM_REMOTE_TRANSPORT=${NVSHMEM_REMOTE_TRANSPORT:-none}
 export SHOAL_HEAP_SIZE=64M SHOAL_HEAP_CHUNK_SIZE=32M SHOAL_HEAP_MAX_SIZE=2G SHOAL_WAIT_TIMEOUT=20 SHOAL_BOOTSTRAP_TIMEOUT=60
 if [ -n "${CARRIED_UCX:-}" ]; then
   ucx_lib=$(realpath "$CARRIED_UCX")/core/usr/lib/x86_64-linux-gnu

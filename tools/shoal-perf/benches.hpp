@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -30,6 +31,20 @@ struct rma_case {
 // after slot), back to back with one quiet at the end (or quiet after each, with opt.quiet_each); large
 // ones take one kernel each. Time per message.
 measurement measure_device_rma(context& ctx, const rma_case& c);
+
+// How measure_device_rma batches one size: `inner` messages per kernel (small messages repeat inside one
+// kernel, slot after slot), `launches` kernels per timed batch.
+struct rma_batch {
+  std::uint32_t inner;
+  std::int64_t launches;
+};
+rma_batch plan_rma_batch(const context& ctx, const rma_case& c);
+
+// The transfer a check of `dir` verifies: put moves PE 0's src to PE 1's dst, get PE 1's src to PE 0's dst.
+transfer rma_transfer(const context& ctx, rma_dir dir, std::uint64_t bytes);
+
+// Microseconds per operation of each timed batch, from time_batches' milliseconds.
+std::vector<double> per_op_us(const std::vector<double>& batch_ms, std::int64_t ops);
 
 // put_on_stream / get_on_stream (copy engine) from PE 0, back to back on one stream. Time per call.
 measurement measure_stream_rma(context& ctx, rma_dir dir, std::uint64_t bytes);

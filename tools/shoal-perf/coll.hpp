@@ -93,9 +93,10 @@ coll_result measure_coll(context& ctx, const coll_case& c);
 coll_result measure_coll_on_stream(context& ctx, const coll_case& c);  // stream and graph (coll_measure.cpp)
 coll_result measure_coll_in_kernel(context& ctx, const coll_case& c);  // grid and block (coll_kernels.cu)
 
-// A row for the table and the JSON; NCCL's figure (under graph replay) beside it.
+// A row for the table and the JSON; NCCL's figure (under graph replay) or NVSHMEM's beside it.
 row coll_row(const context& ctx, const coll_case& c, const coll_result& r);
 void attach_nccl_coll(const context& ctx, row& r, collective op, const measurement& nccl);
+void attach_nvshmem_coll(const context& ctx, row& r, collective op, const measurement& nvshmem);
 
 // ---- timing and graphs (coll_measure.cpp) ---------------------------------------------------------------
 

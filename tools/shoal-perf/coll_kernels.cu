@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "clock.cuh"
 #include "coll.hpp"
 #include "coll/stream_common.hpp"  // detail::plan_launch: the launch shape of the on-stream collectives
 #include "shoal/dev/coll.cuh"
@@ -23,12 +24,6 @@ namespace {
 constexpr double kTargetKernelNs = 20e6;  // a timed kernel runs about this long when --iters is not given
 constexpr std::uint32_t kMinIters = 4, kMaxIters = 20000, kProbeIters = 4;
 constexpr int kResultStartNs = 2, kResultEndNs = 3;  // ctx.results(): earliest CTA start, latest CTA end
-
-__device__ inline std::uint64_t global_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 struct loop_args {
   std::byte* dst;

@@ -542,12 +542,23 @@ row coll_row(const context& ctx, const coll_case& c, const coll_result& r) {
   return out;
 }
 
+namespace {
+// An incumbent's figure beside a collective row; a failed check's note (or a failure it reports) joins the row's.
+peer_figure coll_peer_figure(const context& ctx, row& r, collective op, const measurement& m, const char* who) {
+  if (m.check == check_result::failed || m.note.find("failed") != std::string::npos)
+    r.note += (r.note.empty() ? std::string(who) + ": " : std::string("; ") + who + ": ") + m.note;
+  return {.time_us = m.t.median_us,
+          .bandwidth_gbs = gbs(coll_size_bytes(op, r.bytes, ctx.n_pes), m.t.median_us),
+          .check = m.check};
+}
+}  // namespace
+
 void attach_nccl_coll(const context& ctx, row& r, collective op, const measurement& nccl) {
-  r.nccl_time_us = nccl.t.median_us;
-  r.nccl_bandwidth_gbs = gbs(coll_size_bytes(op, r.bytes, ctx.n_pes), nccl.t.median_us);
-  r.nccl_check = nccl.check;
-  if (nccl.check == check_result::failed || nccl.note.find("failed") != std::string::npos)
-    r.note += (r.note.empty() ? "NCCL: " : "; NCCL: ") + nccl.note;
+  r.nccl = coll_peer_figure(ctx, r, op, nccl, "NCCL");
+}
+
+void attach_nvshmem_coll(const context& ctx, row& r, collective op, const measurement& nvshmem) {
+  r.nvshmem = coll_peer_figure(ctx, r, op, nvshmem, "NVSHMEM");
 }
 
 }  // namespace shoal::perf

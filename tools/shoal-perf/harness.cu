@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -237,6 +238,29 @@ std::int64_t context::ops_per_batch(std::uint64_t bytes) const {
 }
 
 // ---- timing --------------------------------------------------------------------------------------------
+
+namespace {
+constexpr double kTargetKernelNs = 20e6;  // a timed kernel runs about this long when --iters is not given
+constexpr std::uint32_t kMinKernelIters = 64, kMaxKernelIters = 20000;
+}  // namespace
+
+measurement time_in_kernel(context& ctx, const std::function<double(std::uint32_t, std::uint32_t)>& run) {
+  std::uint32_t iters = static_cast<std::uint32_t>(ctx.opt.iters);
+  if (iters == 0) {
+    const double ns_per_iter = run(kInKernelWarmup, kMinKernelIters) / kMinKernelIters;
+    const double n = ns_per_iter > 0 ? kTargetKernelNs / ns_per_iter : kMaxKernelIters;
+    iters = static_cast<std::uint32_t>(std::clamp<double>(std::floor(n), kMinKernelIters, kMaxKernelIters));
+  }
+  std::vector<double> us;
+  for (int r = 0; r < ctx.opt.warmup + ctx.opt.reps; ++r) {
+    const double ns = run(kInKernelWarmup, iters);
+    if (r >= ctx.opt.warmup) us.push_back(ns / 1e3 / iters);
+  }
+  measurement m;
+  m.ops = iters;
+  m.t = summarize(us);
+  return m;
+}
 
 std::vector<double> time_batches(context& ctx, const std::function<void(int)>& enqueue) {
   cuda_event start, stop;

@@ -58,6 +58,7 @@ struct options {
   std::vector<int> ctas;                // CTA counts for block-scope sweeps; empty = the suite's default list
   int threads = 1024;                   // threads per CTA for block-scope RMA
   bool nccl = true;                     // run NCCL side by side when the build has it
+  bool nvshmem = true;                  // run NVSHMEM side by side when the build has it
   bool check = true;                    // correctness check after each timed row
   bool rotate = true;                   // rotate buffers so L2 cannot serve repeats (off: one slot)
   // Device RMA bandwidth: messages of one kernel are back to back with one quiet at the kernel's end (as
@@ -87,6 +88,13 @@ struct measurement {
   std::string note;
 };
 
+// An incumbent's figure for the same operation in the same run (NCCL, NVSHMEM), beside shoal's.
+struct peer_figure {
+  double time_us = kNaN;
+  double bandwidth_gbs = kNaN;  // the row's bandwidth measure (collectives: algorithm bandwidth)
+  check_result check = check_result::not_checked;
+};
+
 // One line of the table and of the JSON file.
 struct row {
   std::string suite;           // "p2p", "quick", ...
@@ -101,11 +109,10 @@ struct row {
   std::int64_t ops = 0;
   timing t;
   double bandwidth_gbs = kNaN;
-  double nccl_time_us = kNaN;
-  double nccl_bandwidth_gbs = kNaN;
+  peer_figure nccl;            // NCCL's same operation (send/recv beside put; collectives under graph replay)
+  peer_figure nvshmem;         // NVSHMEM's same operation
   double ceiling_gbs = kNaN;   // bandwidth above this is a measurement error
   check_result check = check_result::not_checked;
-  check_result nccl_check = check_result::not_checked;
   std::string status;          // "ok" | "FAILED" | "measurement error" (set by the reporter)
   std::string note;
   // rows with a target (quick): the reporter sets verdict "pass" | "miss" (or the status when not ok)
@@ -121,6 +128,7 @@ struct machine_info {
 };
 
 class nccl_peer;
+class nvshmem_peer;
 class reporter;
 
 // Owned by main for the whole run; every suite gets it.
@@ -141,6 +149,7 @@ class context {
   double launch_floor_us = kNaN;
   reporter* out = nullptr;    // set by main
   nccl_peer* nccl = nullptr;  // null: no NCCL columns
+  nvshmem_peer* nvshmem = nullptr;  // null: no NVSHMEM columns
 
   // ---- rotated buffers. Two symmetric arenas, `src` and `dst`, each at least arena_bytes long and at
   // least 2 x L2 + 64 MiB, so rotating through slots of one message size keeps L2 from serving repeats.
@@ -224,6 +233,13 @@ std::string describe(const queued_timing& q);  // "queued ahead: GPU x us, host 
 double measure_launch_floor(context& ctx, int launches);
 // The same empty kernels queued ahead of the GPU (time_queued_calls): the GPU's own rate, apart from the host's.
 queued_timing measure_launch_floor_queued(context& ctx, int launches);
+
+// Timing inside a kernel, for figures the launch must not count (ping-pong, barriers, atomics).
+// run(warmup, iters) is collective: it runs one kernel of `warmup` untimed then `iters` timed operations
+// and returns the timed part's nanoseconds (the same figure on every PE). Sizes iters so a kernel runs
+// about 20 ms (or --iters), then runs warmup + reps kernels; time per operation.
+inline constexpr std::uint32_t kInKernelWarmup = 16;  // operations before the clock starts
+measurement time_in_kernel(context& ctx, const std::function<double(std::uint32_t warmup, std::uint32_t iters)>& run);
 
 // ---- correctness (collective) -------------------------------------------------------------------------
 

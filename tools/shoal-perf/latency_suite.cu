@@ -8,21 +8,12 @@
 #include <vector>
 
 #include "benches.hpp"
+#include "clock.cuh"
 #include "shoal/device.cuh"
 #include "shoal/stream.hpp"
 
 namespace shoal::perf {
 namespace {
-
-constexpr std::uint32_t kInKernelWarmup = 16;    // round trips (or barriers) before the clock starts
-constexpr double kTargetKernelNs = 20e6;         // a timed kernel runs about this long when --iters is not given
-constexpr std::uint32_t kMinIters = 64, kMaxIters = 20000;
-
-__device__ inline std::uint64_t global_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // ---- ping-pong -----------------------------------------------------------------------------------------
 
@@ -106,27 +97,6 @@ __global__ void barrier_kernel(shoal::device_handle h, std::uint32_t warmup, std
     *elapsed_ns = global_ns() - t0;
     *errors = bad;
   }
-}
-
-std::uint32_t iters_for(const context& ctx, double ns_per_iter) {
-  if (ctx.opt.iters > 0) return static_cast<std::uint32_t>(ctx.opt.iters);
-  double n = ns_per_iter > 0 ? kTargetKernelNs / ns_per_iter : kMaxIters;
-  return static_cast<std::uint32_t>(std::clamp<double>(std::floor(n), kMinIters, kMaxIters));
-}
-
-// Calibrates the count per kernel with a short run, then runs warmup + reps timed kernels. `run(warmup,
-// iters)` is collective and returns the elapsed ns of the timed part (the same on every PE).
-measurement time_in_kernel(context& ctx, const std::function<double(std::uint32_t, std::uint32_t)>& run) {
-  const std::uint32_t iters = iters_for(ctx, run(kInKernelWarmup, kMinIters) / kMinIters);
-  std::vector<double> us;
-  for (int r = 0; r < ctx.opt.warmup + ctx.opt.reps; ++r) {
-    double ns = run(kInKernelWarmup, iters);
-    if (r >= ctx.opt.warmup) us.push_back(ns / 1e3 / iters);
-  }
-  measurement m;
-  m.ops = iters;
-  m.t = summarize(us);
-  return m;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 
 #include "base/config.hpp"
 #include "coll.hpp"
+#include "nvshmem_peer.hpp"
 #include "perf_commit.hpp"  // generated at build time: SHOAL_PERF_BUILD_COMMIT
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
@@ -39,16 +40,20 @@ namespace {
 
 // The registry: one entry per subcommand.
 constexpr suite kSuites[] = {
-    {"p2p", "point-to-point: put/get bandwidth over sizes and CTA counts, on-stream put/get, ping-pong, "
-            "fetch_add and barrier latency; NCCL send/recv beside",
-     2, true, run_p2p},
-    {"coll", "collectives of the world team over sizes: on-stream loop, CUDA graph replay, in-kernel grid and block "
-             "scope; the model's algorithm, bus bandwidth, NCCL's same operation beside",
-     2, true, run_coll},
-    {"quick", "about a minute: the headline rows of TARGETS.md with target and pass/miss", 2, true, run_quick},
-    {"calibrate", "measure the collective cost model's constants; with --calibrate FILE write the table file the "
-                  "library reads through SHOAL_COLL_MODEL=FILE",
-     2, false, run_calibrate},
+    {"p2p",
+     "point-to-point: put/get bandwidth over sizes and CTA counts, on-stream put/get, ping-pong, "
+     "fetch_add and barrier latency; NCCL send/recv beside",
+     2, true, false, run_p2p},
+    {"coll",
+     "collectives of the world team over sizes: on-stream loop, CUDA graph replay, in-kernel grid and block "
+     "scope; the model's algorithm, bus bandwidth, NCCL's same operation beside",
+     2, true, false, run_coll},
+    {"quick", "about a minute: the headline rows of TARGETS.md with target and pass/miss; NCCL and NVSHMEM beside", 2,
+     true, true, run_quick},
+    {"calibrate",
+     "measure the collective cost model's constants; with --calibrate FILE write the table file the "
+     "library reads through SHOAL_COLL_MODEL=FILE",
+     2, false, false, run_calibrate},
 };
 
 const suite& suite_named(std::string_view name) {
@@ -79,6 +84,11 @@ void forbid_nvls() {
   if (set != nullptr && std::string(set) != "0")
     std::fprintf(stderr, "shoal-perf: NCCL_NVLS_ENABLE=%s overridden to 0 (NVLink multicast is never used)\n", set);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  const char* nvshmem = std::getenv("NVSHMEM_DISABLE_NVLS");
+  if (nvshmem != nullptr && std::string(nvshmem) != "1")
+    std::fprintf(stderr, "shoal-perf: NVSHMEM_DISABLE_NVLS=%s overridden to 1 (NVLink multicast is never used)\n",
+                 nvshmem);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
 }
 
 std::string commit_of_run() {
@@ -144,6 +154,17 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   std::unique_ptr<nccl_peer> nccl;
   if (s.wants_nccl && opt.nccl) nccl = nccl_peer::open(ctx);
   ctx.nccl = nccl.get();
+  std::unique_ptr<nvshmem_peer> nvshmem;
+  std::string nvshmem_failure;
+  if (s.wants_nvshmem && opt.nvshmem) {
+    // NVSHMEM is only the comparison: when it cannot start, shoal's rows still run, and the table says why.
+    try {
+      nvshmem = nvshmem_peer::open(ctx);
+    } catch (const std::exception& e) {
+      nvshmem_failure = e.what();
+    }
+  }
+  ctx.nvshmem = nvshmem.get();
 
   run_info info{.suite = std::string(s.name),
                 .machine = ctx.machine.label,
@@ -151,6 +172,7 @@ int run(shoal::world& world, const suite& s, const options& opt) {
                 .commit = commit_of_run(),
                 .shoal_version = std::string(shoal::version()),
                 .nccl_version = nccl ? nccl->version() : "",
+                .nvshmem_version = nvshmem ? nvshmem->version() : "",
                 .n_pes = ctx.n_pes,
                 .launch_floor_us = ctx.launch_floor_us,
                 .warmup = opt.warmup,
@@ -162,12 +184,20 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   out.header();
   if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
   else if (!nccl_peer::compiled_in()) out.note("NCCL columns empty: this build has no NCCL (configure with SHOAL_NCCL_ROOT)");
+  if (s.wants_nvshmem && !opt.nvshmem)
+    out.note("NVSHMEM columns off (--no-nvshmem)");
+  else if (!nvshmem_failure.empty())
+    out.note("NVSHMEM columns empty: NVSHMEM did not start: " + nvshmem_failure);
+  else if (s.wants_nvshmem && !nvshmem_peer::compiled_in())
+    out.note("NVSHMEM columns empty: this build has no NVSHMEM (configure with SHOAL_NVSHMEM_ROOT)");
 
   s.run(ctx);
   out.summary();
   ctx.barrier();
   ctx.nccl = nullptr;
   nccl.reset();
+  ctx.nvshmem = nullptr;
+  nvshmem.reset();
 
   if (ctx.pe == 0 && !opt.plot_dir.empty()) make_plots(json_path, opt.plot_dir);
   return out.failures() > 0 ? 1 : 0;
@@ -182,7 +212,7 @@ int main(int argc, char** argv) {
 
   options opt;
   std::vector<std::string> size_texts, coll_texts, mode_texts;
-  bool no_nccl = false, no_check = false, no_rotate = false;
+  bool no_nccl = false, no_nvshmem = false, no_check = false, no_rotate = false;
   coll_options& coll_opt = coll_settings();
   CLI::App app{"shoal-perf: shoal's benchmarks, one suite per subcommand. Run every PE under the launcher:\n"
                "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl\n"
@@ -200,6 +230,7 @@ int main(int argc, char** argv) {
   app.add_option("--nvlink-ceiling", opt.nvlink_ceiling_gbs, "GB/s above which a remote figure is a measurement error");
   app.add_option("--local-ceiling", opt.local_ceiling_gbs, "GB/s above which a local figure is a measurement error");
   app.add_flag("--no-nccl", no_nccl, "do not run NCCL side by side");
+  app.add_flag("--no-nvshmem", no_nvshmem, "do not run NVSHMEM side by side (quick)");
   app.add_flag("--no-check", no_check, "skip the correctness checks after timing");
   app.add_flag("--no-rotate", no_rotate, "use one buffer slot per size (L2 may serve repeats)");
   std::string quiet_mode = "end";
@@ -247,6 +278,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.nccl = !no_nccl;
+  opt.nvshmem = !no_nvshmem;
   opt.check = !no_check;
   opt.rotate = !no_rotate;
   opt.quiet_each = quiet_mode == "each";

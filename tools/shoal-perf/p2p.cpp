@@ -58,20 +58,28 @@ row stream_rma_row(const context& ctx, rma_dir dir, std::uint64_t bytes, const m
   return r;
 }
 
-void attach_nccl(row& r, const measurement& nccl) {
-  r.nccl_time_us = nccl.t.median_us;
-  r.nccl_bandwidth_gbs = gbs(r.bytes, nccl.t.median_us);
-  r.nccl_check = nccl.check;
+namespace {
+peer_figure peer_of(const row& r, const measurement& m) {
+  const double bandwidth = r.metric == "bandwidth" ? gbs(r.bytes, m.t.median_us) : kNaN;
+  return {.time_us = m.t.median_us, .bandwidth_gbs = bandwidth, .check = m.check};
+}
+}  // namespace
+
+void attach_nccl(row& r, const measurement& nccl) { r.nccl = peer_of(r, nccl); }
+void attach_nvshmem(row& r, const measurement& nvshmem) { r.nvshmem = peer_of(r, nvshmem); }
+
+measurement one_way(const measurement& round_trip) {
+  measurement m = round_trip;
+  m.t.median_us /= 2;
+  m.t.p10_us /= 2;
+  m.t.p90_us /= 2;
+  return m;
 }
 
 row pingpong_row(pingpong_kind kind, scope_kind scope, std::uint64_t bytes, const measurement& m) {
-  measurement one_way = m;
-  one_way.t.median_us /= 2;
-  one_way.t.p10_us /= 2;
-  one_way.t.p90_us /= 2;
   const bool p = kind == pingpong_kind::p;
   row r = base_row(p ? "p_pingpong" : "put_signal_pingpong", to_string(scope), p ? "st_volatile" : "sm_copy+signal",
-                   "latency", one_way);
+                   "latency", one_way(m));
   r.what = "one-way = round trip / 2";
   r.bytes = p ? 8 : bytes;
   r.ctas = 1;

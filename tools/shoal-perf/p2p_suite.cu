@@ -89,9 +89,17 @@ void launch_rma(const rma_case& c, shoal::device_handle h, const rma_args& a, cu
   SHOAL_PERF_CUDA(cudaGetLastError());
 }
 
-// The transfer a check verifies: put moves PE 0's src to PE 1's dst, get moves PE 1's src to PE 0's dst.
-transfer transfer_of(const context& ctx, rma_dir dir, std::uint64_t bytes) {
-  return dir == rma_dir::put ? transfer{0, ctx.src(), 1, ctx.dst(), bytes} : transfer{1, ctx.src(), 0, ctx.dst(), bytes};
+}  // namespace
+
+rma_batch plan_rma_batch(const context& ctx, const rma_case& c) {
+  std::int64_t wanted = ctx.ops_per_batch(c.bytes);
+  if (ctx.opt.iters == 0 && (c.scope == scope_kind::thread || c.scope == scope_kind::warp)) {
+    const auto fits = static_cast<std::int64_t>(kSmallScopeBatchBytes / std::max<std::uint64_t>(c.bytes, 1));
+    wanted = std::clamp<std::int64_t>(fits, 4, wanted);  // ops_per_batch is at least 4
+  }
+  const auto inner = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+      kInnerBytes / std::max<std::uint64_t>(c.bytes, 1), 1, static_cast<std::uint64_t>(wanted)));
+  return {inner, (wanted + inner - 1) / inner};
 }
 
 std::vector<double> per_op_us(const std::vector<double>& batch_ms, std::int64_t ops) {
@@ -100,7 +108,10 @@ std::vector<double> per_op_us(const std::vector<double>& batch_ms, std::int64_t 
   return us;
 }
 
-}  // namespace
+transfer rma_transfer(const context& ctx, rma_dir dir, std::uint64_t bytes) {
+  return dir == rma_dir::put ? transfer{0, ctx.src(), 1, ctx.dst(), bytes}
+                             : transfer{1, ctx.src(), 0, ctx.dst(), bytes};
+}
 
 measurement measure_device_rma(context& ctx, const rma_case& c) {
   if (c.ctas < 1 || c.threads < 1 || c.threads > 1024 || (c.scope == scope_kind::warp && c.threads % 32 != 0))
@@ -108,14 +119,9 @@ measurement measure_device_rma(context& ctx, const rma_case& c) {
                                 std::to_string(c.ctas) + " x " + std::to_string(c.threads));
   ctx.reserve(c.bytes);
   const shoal::device_handle h = ctx.world.device_handle();
-  std::int64_t wanted = ctx.ops_per_batch(c.bytes);
-  if (ctx.opt.iters == 0 && (c.scope == scope_kind::thread || c.scope == scope_kind::warp)) {
-    const auto fits = static_cast<std::int64_t>(kSmallScopeBatchBytes / std::max<std::uint64_t>(c.bytes, 1));
-    wanted = std::clamp<std::int64_t>(fits, 4, wanted);  // ops_per_batch is at least 4
-  }
-  const auto inner = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(kInnerBytes / std::max<std::uint64_t>(c.bytes, 1), 1, static_cast<std::uint64_t>(wanted)));
-  const std::int64_t launches = (wanted + inner - 1) / inner;
+  const rma_batch plan = plan_rma_batch(ctx, c);
+  const std::uint32_t inner = plan.inner;
+  const std::int64_t launches = plan.launches;
   rma_args a{ctx.dst(), ctx.src(), c.bytes, context::slot_stride(c.bytes), ctx.n_slots(c.bytes), 0, inner,
              ctx.opt.quiet_each, 1, c.dir == rma_dir::get};
 
@@ -132,7 +138,7 @@ measurement measure_device_rma(context& ctx, const rma_case& c) {
   m.ops = launches * inner;
   m.t = summarize(per_op_us(ms, m.ops));
   if (ctx.opt.check) {
-    const transfer t = transfer_of(ctx, c.dir, c.bytes);
+    const transfer t = rma_transfer(ctx, c.dir, c.bytes);
     m.check = check_transfers(ctx, {&t, 1}, [&] {
       if (ctx.pe != 0) return;
       rma_args once = a;
@@ -166,7 +172,7 @@ measurement measure_stream_rma(context& ctx, rma_dir dir, std::uint64_t bytes) {
   m.ops = ops;
   m.t = summarize(per_op_us(ms, ops));
   if (ctx.opt.check) {
-    const transfer t = transfer_of(ctx, dir, bytes);
+    const transfer t = rma_transfer(ctx, dir, bytes);
     m.check = check_transfers(ctx, {&t, 1}, [&] {
       if (ctx.pe != 0) return;
       enqueue(0);

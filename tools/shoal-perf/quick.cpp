@@ -1,6 +1,7 @@
 // `shoal-perf quick`: in about a minute, the headline rows of TARGETS.md, each beside its target with a
-// pass/miss verdict: point-to-point (NCCL send/recv beside the put rows), then the collectives on the
-// world team (NCCL's same operation under graph replay beside). Sizes and CTA counts are fixed here
+// pass/miss verdict: point-to-point (NCCL send/recv beside the put rows, NVSHMEM's same call beside every
+// row it has), then the collectives on the world team (NCCL's same operation under graph replay, NVSHMEM's
+// on a stream or in one block). Sizes and CTA counts are fixed here
 // (--sizes and --ctas do not apply); timing options do.
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include <optional>
 
 #include "coll.hpp"
+#include "nvshmem_peer.hpp"
 #include "suites.hpp"
 
 namespace shoal::perf {
@@ -80,8 +82,12 @@ void run_quick_collectives(context& ctx) {
     if (ctx.nccl == nullptr || !nccl_peer::has(op)) return std::nullopt;
     return ctx.nccl->measure_collective(ctx, op, bytes);
   };
+  // NCCL's figure (measured once per size, shared by rows) and NVSHMEM's same call in the row's mode.
   auto beside = [&](row r, collective op, const std::optional<measurement>& nccl) {
     if (nccl) attach_nccl_coll(ctx, r, op, *nccl);
+    const auto mode = r.scope == "block" ? coll_mode::block : coll_mode::stream;
+    if (ctx.nvshmem != nullptr && r.scope != "graph" && r.scope != "grid" && nvshmem_peer::has(op, mode))
+      attach_nvshmem_coll(ctx, r, op, ctx.nvshmem->measure_coll(ctx, op, r.bytes, mode));
     return r;
   };
 
@@ -106,7 +112,8 @@ void run_quick_collectives(context& ctx) {
         beside(coll(collective::reduce, bytes, coll_mode::stream), collective::reduce, nccl_of(collective::reduce, bytes)),
         key));
   out.add(aimed(beside(coll(collective::reduce, k4K, coll_mode::grid), collective::reduce, nccl_4K), "allreduce_grid_4K"));
-  out.add(aimed(coll(collective::reduce, k1M, coll_mode::block), "allreduce_block_1M"));
+  out.add(aimed(beside(coll(collective::reduce, k1M, coll_mode::block), collective::reduce, std::nullopt),
+                "allreduce_block_1M"));
   out.add(aimed_above_floor(beside(coll(collective::alltoall, k1M, coll_mode::stream), collective::alltoall,
                                    nccl_of(collective::alltoall, k1M)),
                             "alltoall_1M", floor_us));
@@ -119,7 +126,8 @@ void run_quick_collectives(context& ctx) {
   out.add(aimed_above_floor(beside(coll(collective::broadcast, k1M, coll_mode::stream), collective::broadcast,
                                    nccl_of(collective::broadcast, k1M)),
                             "broadcast_1M", floor_us));
-  out.add(aimed(coll(collective::barrier, 0, coll_mode::stream), "barrier_on_stream"));
+  out.add(aimed(beside(coll(collective::barrier, 0, coll_mode::stream), collective::barrier, std::nullopt),
+                "barrier_on_stream"));
 }
 
 }  // namespace
@@ -137,6 +145,22 @@ void run_quick(context& ctx) {
     if (ctx.nccl != nullptr) attach_nccl(r, nccl);
     return r;
   };
+  // NVSHMEM's block-scope put or get of the row's size and shape.
+  auto with_nvshmem = [&](row r) {
+    if (ctx.nvshmem == nullptr) return r;
+    const rma_case c{.dir = r.op == "get" ? rma_dir::get : rma_dir::put,
+                     .scope = scope_kind::block,
+                     .bytes = r.bytes,
+                     .ctas = r.ctas,
+                     .threads = r.threads};
+    attach_nvshmem(r, ctx.nvshmem->measure_device_rma(ctx, c));
+    return r;
+  };
+  // NVSHMEM's figure of a latency row, when this build has it.
+  auto nvshmem_latency = [&](row r, auto measure) {
+    if (ctx.nvshmem != nullptr) attach_nvshmem(r, measure(*ctx.nvshmem));
+    return r;
+  };
   auto put = [&](std::uint64_t bytes, int ctas) {
     const rma_case c{.dir = rma_dir::put, .scope = scope_kind::block, .bytes = bytes, .ctas = ctas, .threads = ctx.opt.threads};
     return device_rma_row(ctx, c, measure_device_rma(ctx, c));
@@ -152,28 +176,40 @@ void run_quick(context& ctx) {
   };
 
   out.section("quick: headline rows of TARGETS.md (PE 0 -> PE 1)", true);
-  out.add(aimed(beside(put(k256M, 32), nccl_256M), "put_256M_32"));
-  out.add(aimed(beside(put(k256M, 132), nccl_256M), "put_256M_16to132"));
-  out.add(aimed(beside(best_put(ctx, k1M, {8, 16, 32, 66}, {ctx.opt.threads}), nccl_1M), "put_1M"));
-  out.add(aimed(best_put(ctx, k64K, {4, 8, 16, 32, 66, 132}, {256, 512, 1024}), "put_64K"));
-  for (int n : {16, 32, 132}) out.add(aimed(get(k256M, n), "get_256M"));
+  out.add(aimed(with_nvshmem(beside(put(k256M, 32), nccl_256M)), "put_256M_32"));
+  out.add(aimed(with_nvshmem(beside(put(k256M, 132), nccl_256M)), "put_256M_16to132"));
+  out.add(aimed(with_nvshmem(beside(best_put(ctx, k1M, {8, 16, 32, 66}, {ctx.opt.threads}), nccl_1M)), "put_1M"));
+  out.add(aimed(with_nvshmem(best_put(ctx, k64K, {4, 8, 16, 32, 66, 132}, {256, 512, 1024})), "put_64K"));
+  for (int n : {16, 32, 132}) out.add(aimed(with_nvshmem(get(k256M, n)), "get_256M"));
   for (int n : {32, 132}) out.add(aimed(beside(grid_rma(rma_dir::put, k256M, n), nccl_256M), "put_256M_16to132"));
   for (int n : {32, 132}) out.add(aimed(grid_rma(rma_dir::get, k256M, n), "get_256M"));
   out.add(aimed(beside(stream_rma_row(ctx, rma_dir::put, k256M, measure_stream_rma(ctx, rma_dir::put, k256M)), nccl_256M),
                 "put_on_stream_256M"));
 
-  out.add(aimed(pingpong_row(pingpong_kind::p, scope_kind::thread, 8,
-                             measure_pingpong(ctx, pingpong_kind::p, scope_kind::thread, 8)),
-                "p_one_way"));
-  out.add(aimed(pingpong_row(pingpong_kind::put_signal, scope_kind::thread, 8,
-                             measure_pingpong(ctx, pingpong_kind::put_signal, scope_kind::thread, 8)),
-                "put_signal_8B_thread"));
-  out.add(aimed(pingpong_row(pingpong_kind::put_signal, scope_kind::warp, 4096,
-                             measure_pingpong(ctx, pingpong_kind::put_signal, scope_kind::warp, 4096)),
-                "put_signal_4K_warp"));
-  out.add(aimed(fetch_add_row(measure_fetch_add(ctx)), "fetch_add_round_trip"));
-  out.add(aimed(barrier_row(true, measure_barrier_on_stream(ctx)), "barrier_on_stream"));
-  out.add(aimed(barrier_row(false, measure_barrier_in_kernel(ctx)), "barrier_in_kernel"));
+  struct pingpong_case {
+    pingpong_kind kind;
+    scope_kind scope;
+    std::uint64_t bytes;
+    const char* target_key;
+  };
+  for (const pingpong_case& c :
+       {pingpong_case{pingpong_kind::p, scope_kind::thread, 8, "p_one_way"},
+        pingpong_case{pingpong_kind::put_signal, scope_kind::thread, 8, "put_signal_8B_thread"},
+        pingpong_case{pingpong_kind::put_signal, scope_kind::warp, 4096, "put_signal_4K_warp"}}) {
+    const row r = pingpong_row(c.kind, c.scope, c.bytes, measure_pingpong(ctx, c.kind, c.scope, c.bytes));
+    out.add(aimed(
+        nvshmem_latency(r, [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, c.kind, c.scope, c.bytes)); }),
+        c.target_key));
+  }
+  out.add(aimed(
+      nvshmem_latency(fetch_add_row(measure_fetch_add(ctx)), [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }),
+      "fetch_add_round_trip"));
+  out.add(aimed(nvshmem_latency(barrier_row(true, measure_barrier_on_stream(ctx)),
+                                [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }),
+                "barrier_on_stream"));
+  out.add(aimed(nvshmem_latency(barrier_row(false, measure_barrier_in_kernel(ctx)),
+                                [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }),
+                "barrier_in_kernel"));
 
   // The launch floor of this run (measured at start), for reading on-stream figures against it.
   row floor;

@@ -38,9 +38,12 @@ std::string target_text(const target& t) {
 
 // Column layouts shared by the headings and the rows.
 constexpr std::string_view kRowFormat =
-    "{:<22} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6} {:>6}  {}";
+    "{:<22} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>6}  {}";
 constexpr std::string_view kCollRowFormat =
-    "{:<13} {:<6} {:>5} {:<8} {:>10} {:>5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>6} {:>6}  {}";
+    "{:<13} {:<6} {:>5} {:<8} {:>10} {:>5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>6} {:>9} {:>8} {:>6} {:>6}  {}";
+
+// shoal's bandwidth over an incumbent's ("-" without one): above 1, shoal is faster.
+std::string ratio_text(double ratio) { return std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio); }
 constexpr std::string_view kTargetFormat = "{:<19} {:<5}";
 
 constexpr std::string_view kCollectiveOps[] = {"reduce", "reducescatter", "fcollect", "alltoall", "broadcast", "barrier"};
@@ -86,10 +89,13 @@ void reporter::header() const {
   if (!printing_) return;
   fmt::print("shoal-perf {}  |  {}  |  {} PEs  |  {}  |  commit {}\n", info_.suite, info_.machine, info_.n_pes, info_.date,
              info_.commit);
-  fmt::print("shoal {}  |  NCCL {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}  |  quiet {}\n",
-             info_.shoal_version, info_.nccl_version.empty() ? "not in this run" : info_.nccl_version, info_.warmup,
-             info_.reps, info_.rotate ? "rotated past 2 x L2" : "not rotated",
-             info_.quiet_each ? "after each message" : "once per kernel");
+  fmt::print(
+      "shoal {}  |  NCCL {}  |  NVSHMEM {}  |  warm-up {} + {} timed batches, median (p10/p90)  |  buffers {}  |  "
+      "quiet {}\n",
+      info_.shoal_version, info_.nccl_version.empty() ? "not in this run" : info_.nccl_version,
+      info_.nvshmem_version.empty() ? "not in this run" : info_.nvshmem_version, info_.warmup, info_.reps,
+      info_.rotate ? "rotated past 2 x L2" : "not rotated",
+      info_.quiet_each ? "after each message" : "once per kernel");
   fmt::print("launch floor: {} us per empty kernel launch (back to back on one stream)\n",
              number(info_.launch_floor_us));
   std::fflush(stdout);
@@ -104,10 +110,11 @@ void reporter::section(std::string_view title, bool with_targets, table_layout l
       with_targets_ ? fmt::format(fmt::runtime(kTargetFormat), "target", "verdict") : std::string("status");
   if (layout_ == table_layout::coll)
     fmt::print(fmt::runtime(kCollRowFormat), "op", "mode", "bytes", "algo", "ctas x thr", "ops", "time_us", "p10_us",
-               "p90_us", "algbw", "busbw", "nccl_us", "nccl_bus", "x_nccl", "check", last);
+               "p90_us", "algbw", "busbw", "nccl_us", "nccl_bus", "x_nccl", "nvs_us", "nvs_bus", "x_nvs", "check",
+               last);
   else
     fmt::print(fmt::runtime(kRowFormat), "op", "scope", "bytes", "ctas x thr", "ops", "time_us", "p10_us", "p90_us",
-               "GB/s", "nccl_us", "nccl_GB/s", "x_nccl", "check", last);
+               "GB/s", "nccl_us", "nccl_GB/s", "x_nccl", "nvs_us", "nvs_GB/s", "x_nvs", "check", last);
   fmt::print("\n");
   std::fflush(stdout);
 }
@@ -125,26 +132,30 @@ void reporter::add(row r) {
   r.status = "ok";
   if (r.check == check_result::failed) {
     r.status = "FAILED";
-  } else if (r.nccl_check == check_result::failed) {
+  } else if (r.nccl.check == check_result::failed) {
     r.status = "NCCL FAILED";
+  } else if (r.nvshmem.check == check_result::failed) {
+    r.status = "NVSHMEM FAILED";
   }
   // Collectives are held against the ceiling by their bus bandwidth: an alltoall's or fcollect's
   // algorithm bandwidth counts the local block too and may exceed what the links carry.
   const bool coll = is_collective_op(r.op);
   const double factor = bus_factor(r.op, info_.n_pes);
-  double busbw = r.bandwidth_gbs * factor, nccl_busbw = r.nccl_bandwidth_gbs * factor;
-  const double judged = coll ? busbw : r.bandwidth_gbs, nccl_judged = coll ? nccl_busbw : r.nccl_bandwidth_gbs;
   const char* unit = coll ? "GB/s bus bandwidth" : "GB/s";
-  if (!std::isnan(r.ceiling_gbs) && judged > r.ceiling_gbs) {
-    append_note(fmt::format("measured {:.1f} {}, above the {:.0f} GB/s ceiling", judged, unit, r.ceiling_gbs));
-    r.bandwidth_gbs = busbw = kNaN;
-    if (r.status == "ok") r.status = "measurement error";
-  }
-  if (!std::isnan(r.ceiling_gbs) && nccl_judged > r.ceiling_gbs) {
-    append_note(fmt::format("NCCL measured {:.1f} {}, above the ceiling", nccl_judged, unit));
-    r.nccl_bandwidth_gbs = nccl_busbw = kNaN;
-    if (r.status == "ok") r.status = "measurement error";
-  }
+  // Each figure's bus bandwidth; one above the machine's ceiling is dropped with a note.
+  auto judge = [&](double& bandwidth_gbs, const char* who) {
+    double bus = bandwidth_gbs * factor;
+    const double judged = coll ? bus : bandwidth_gbs;
+    if (!std::isnan(r.ceiling_gbs) && judged > r.ceiling_gbs) {
+      append_note(fmt::format("{}measured {:.1f} {}, above the {:.0f} GB/s ceiling", who, judged, unit, r.ceiling_gbs));
+      bandwidth_gbs = bus = kNaN;
+      if (r.status == "ok") r.status = "measurement error";
+    }
+    return bus;
+  };
+  double busbw = judge(r.bandwidth_gbs, "");
+  const double nccl_busbw = judge(r.nccl.bandwidth_gbs, "NCCL ");
+  const double nvshmem_busbw = judge(r.nvshmem.bandwidth_gbs, "NVSHMEM ");
   if (r.aim != nullptr) {
     if (r.status != "ok") {
       r.verdict = r.status;
@@ -165,14 +176,18 @@ void reporter::add(row r) {
           pass = value <= r.aim->value;
           break;
         case goal::at_most_nccl_time:
-          value = r.t.median_us / r.nccl_time_us;
+          value = r.t.median_us / r.nccl.time_us;
           pass = value <= r.aim->value;
           break;
       }
       r.verdict = std::isnan(value) ? "-" : (pass ? "pass" : "miss");
     }
   }
-  const double ratio = r.bandwidth_gbs / r.nccl_bandwidth_gbs;
+  // Bandwidth ratios; for latency rows (no bandwidth) the ratio of times, so above 1 is shoal ahead either way.
+  auto ratio_to = [&](const peer_figure& f) {
+    return r.metric == "latency" ? f.time_us / r.t.median_us : r.bandwidth_gbs / f.bandwidth_gbs;
+  };
+  const double ratio = ratio_to(r.nccl), nvshmem_ratio = ratio_to(r.nvshmem);
 
   if (printing_) {
     std::string shape = r.ctas > 0 ? fmt::format("{} x {}", r.ctas, r.threads) : "-";
@@ -184,15 +199,16 @@ void reporter::add(row r) {
     if (!r.what.empty() && r.metric == "latency") last += fmt::format("  ({})", r.what);
     if (!r.note.empty()) last += "  " + r.note;
     const std::string bytes = r.metric == "latency" && r.bytes == 0 ? "-" : format_bytes(r.bytes);
-    const std::string x_nccl = std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio);
     if (layout_ == table_layout::coll)
       fmt::print(fmt::runtime(kCollRowFormat), r.op, r.scope, bytes, r.algo, shape, r.ops, number(r.t.median_us),
-                 number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs), number(busbw),
-                 number(r.nccl_time_us), number(nccl_busbw), x_nccl, to_string(r.check), last);
+                 number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs), number(busbw), number(r.nccl.time_us),
+                 number(nccl_busbw), ratio_text(ratio), number(r.nvshmem.time_us), number(nvshmem_busbw),
+                 ratio_text(nvshmem_ratio), to_string(r.check), last);
     else
       fmt::print(fmt::runtime(kRowFormat), r.op, r.scope, bytes, shape, r.ops, number(r.t.median_us),
-                 number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs), number(r.nccl_time_us),
-                 number(r.nccl_bandwidth_gbs), x_nccl, to_string(r.check), last);
+                 number(r.t.p10_us), number(r.t.p90_us), number(r.bandwidth_gbs), number(r.nccl.time_us),
+                 number(r.nccl.bandwidth_gbs), ratio_text(ratio), number(r.nvshmem.time_us),
+                 number(r.nvshmem.bandwidth_gbs), ratio_text(nvshmem_ratio), to_string(r.check), last);
     fmt::print("\n");
     std::fflush(stdout);
   }
@@ -215,15 +231,20 @@ void reporter::add(row r) {
         {"p10_us", json_number(r.t.p10_us)},
         {"p90_us", json_number(r.t.p90_us)},
         {"bandwidth_gbs", json_number(r.bandwidth_gbs)},
-        {"nccl_time_us", json_number(r.nccl_time_us)},
-        {"nccl_bandwidth_gbs", json_number(r.nccl_bandwidth_gbs)},
+        {"nccl_time_us", json_number(r.nccl.time_us)},
+        {"nccl_bandwidth_gbs", json_number(r.nccl.bandwidth_gbs)},
         {"nccl_ratio", json_number(ratio)},
+        {"nvshmem_time_us", json_number(r.nvshmem.time_us)},
+        {"nvshmem_bandwidth_gbs", json_number(r.nvshmem.bandwidth_gbs)},
+        {"nvshmem_ratio", json_number(nvshmem_ratio)},
         {"collective", coll},
         {"busbw_gbs", json_number(busbw)},
         {"nccl_busbw_gbs", json_number(nccl_busbw)},
+        {"nvshmem_busbw_gbs", json_number(nvshmem_busbw)},
         {"ceiling_gbs", json_number(r.ceiling_gbs)},
         {"check", to_string(r.check)},
-        {"nccl_check", to_string(r.nccl_check)},
+        {"nccl_check", to_string(r.nccl.check)},
+        {"nvshmem_check", to_string(r.nvshmem.check)},
         {"status", r.status},
         {"note", r.note},
         {"target", r.aim ? nlohmann::json(target_text(*r.aim)) : nlohmann::json(nullptr)},
@@ -234,6 +255,7 @@ void reporter::add(row r) {
         {"commit", info_.commit},
         {"shoal_version", info_.shoal_version},
         {"nccl_version", info_.nccl_version},
+        {"nvshmem_version", info_.nvshmem_version},
         {"n_pes", info_.n_pes},
         {"launch_floor_us", json_number(info_.launch_floor_us)},
         {"warmup", info_.warmup},
@@ -251,7 +273,8 @@ void reporter::add(row r) {
 
 int reporter::failures() const {
   return static_cast<int>(std::count_if(rows_.begin(), rows_.end(), [](const row& r) {
-    return r.check == check_result::failed || r.nccl_check == check_result::failed;
+    return r.check == check_result::failed || r.nccl.check == check_result::failed ||
+           r.nvshmem.check == check_result::failed;
   }));
 }
 
@@ -280,7 +303,8 @@ void reporter::summary() const {
   for (const row& r : rows_) {
     if (r.metric != "bandwidth" || is_collective_op(r.op)) continue;
     offer(r.op + "/" + r.scope, r.bytes, r.bandwidth_gbs, r.ctas > 1 ? fmt::format(" @{}", r.ctas) : "");
-    offer("nccl send/recv", r.bytes, r.nccl_bandwidth_gbs, "");
+    offer("nccl send/recv", r.bytes, r.nccl.bandwidth_gbs, "");
+    offer("nvshmem " + r.op, r.bytes, r.nvshmem.bandwidth_gbs, r.ctas > 1 ? fmt::format(" @{}", r.ctas) : "");
   }
   if (!series.empty()) {
     fmt::print("best GB/s per size (@ CTA count)\n{:>6}", "bytes");
@@ -301,8 +325,10 @@ void reporter::summary() const {
     if (r.metric != "latency") continue;
     if (!any_latency) fmt::print("\nlatency\n");
     any_latency = true;
-    fmt::print("  {:<22} {:<6} {:>5}  {:>8} us  {}\n", r.op, r.scope, r.bytes ? format_bytes(r.bytes) : "-",
-               number(r.t.median_us), r.what);
+    const std::string nvshmem =
+        std::isnan(r.nvshmem.time_us) ? "" : fmt::format("  (NVSHMEM {} us)", number(r.nvshmem.time_us));
+    fmt::print("  {:<22} {:<6} {:>5}  {:>8} us  {}{}\n", r.op, r.scope, r.bytes ? format_bytes(r.bytes) : "-",
+               number(r.t.median_us), r.what, nvshmem);
   }
   if (info_.suite != "calibrate") coll_summary();
 
@@ -335,21 +361,22 @@ void reporter::coll_summary() const {
     fmt::print("\n{}: us per call (bus GB/s); bus factor {:.3g} on {} PEs; NCCL under graph replay\n", op, factor, n);
     fmt::print("{:>6} {:<9}", "bytes", "algo");
     for (std::string_view m : kModes) fmt::print(" {:>17}", m);
-    fmt::print(" {:>17}\n", "NCCL");
+    fmt::print(" {:>17} {:>17}\n", "NCCL", "NVSHMEM stream");
     for (const auto& [bytes, by_mode] : cells.at(op)) {
       const row* any = by_mode.begin()->second;
       fmt::print("{:>6} {:<9}", format_bytes(bytes), any->algo);
       auto cell = [&](double us, double gbs) {
         return std::isnan(us) ? std::string("-") : fmt::format("{} ({})", number(us), number(gbs * factor));
       };
-      double nccl_us = kNaN, nccl_gbs = kNaN;
+      double nccl_us = kNaN, nccl_gbs = kNaN, nvshmem_us = kNaN, nvshmem_gbs = kNaN;
       for (std::string_view m : kModes) {
         auto it = by_mode.find(std::string(m));
         const row* r = it == by_mode.end() ? nullptr : it->second;
         fmt::print(" {:>17}", r ? cell(r->t.median_us, r->bandwidth_gbs) : "-");
-        if (r && std::isnan(nccl_us)) nccl_us = r->nccl_time_us, nccl_gbs = r->nccl_bandwidth_gbs;
+        if (r && std::isnan(nccl_us)) nccl_us = r->nccl.time_us, nccl_gbs = r->nccl.bandwidth_gbs;
+        if (r && std::isnan(nvshmem_us)) nvshmem_us = r->nvshmem.time_us, nvshmem_gbs = r->nvshmem.bandwidth_gbs;
       }
-      fmt::print(" {:>17}\n", cell(nccl_us, nccl_gbs));
+      fmt::print(" {:>17} {:>17}\n", cell(nccl_us, nccl_gbs), cell(nvshmem_us, nvshmem_gbs));
     }
   }
 }

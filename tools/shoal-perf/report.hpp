@@ -22,6 +22,7 @@ struct run_info {
   std::string commit;
   std::string shoal_version;
   std::string nccl_version;  // "" without NCCL
+  std::string nvshmem_version;  // "" without NVSHMEM
   int n_pes = 0;
   double launch_floor_us = kNaN;
   int warmup = 0, reps = 0;
@@ -62,7 +63,7 @@ class reporter {
 
   const std::vector<row>& rows() const { return rows_; }
   const run_info& info() const { return info_; }
-  int failures() const;            // rows whose shoal or NCCL check failed
+  int failures() const;  // rows whose shoal, NCCL or NVSHMEM check failed
   int measurement_errors() const;
 
  private:

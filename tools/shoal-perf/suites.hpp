@@ -17,6 +17,7 @@ struct suite {
   std::string_view summary;
   int min_pes;       // fewer PEs: the suite is skipped with a reason (exit 0)
   bool wants_nccl;   // open an NCCL communicator for side-by-side columns
+  bool wants_nvshmem;  // start NVSHMEM for side-by-side columns
   void (*run)(context& ctx);
 };
 
@@ -34,6 +35,10 @@ row device_rma_row(const context& ctx, const rma_case& c, const measurement& m);
 row stream_rma_row(const context& ctx, rma_dir dir, std::uint64_t bytes, const measurement& m);
 // NCCL's figure for the same bytes, beside a put row.
 void attach_nccl(row& r, const measurement& nccl);
+// NVSHMEM's figure for the same operation, beside a point-to-point row (a ping-pong's through one_way).
+void attach_nvshmem(row& r, const measurement& nvshmem);
+// A ping-pong's round trip as one way (every time / 2).
+measurement one_way(const measurement& round_trip);
 // Ping-pong: time_us is one-way (round trip / 2).
 row pingpong_row(pingpong_kind kind, scope_kind scope, std::uint64_t bytes, const measurement& m);
 row fetch_add_row(const measurement& m);
