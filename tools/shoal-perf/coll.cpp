@@ -1,13 +1,16 @@
 // `shoal-perf coll`: shoal's collectives on the world team against size, each called four ways (a loop of
 // on-stream calls, the same loop under CUDA graph replay, back-to-back calls in one kernel at grid scope
-// and at one block), with the cost model's algorithm, bus bandwidth, and NCCL's same operation under
-// graph replay beside every row.
+// and at one block), with the cost model's algorithm, bus bandwidth, NCCL's same operation under graph
+// replay beside every row and NVSHMEM's on-stream call beside every on-stream row.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
+#include <string>
 
 #include "coll.hpp"
+#include "nvshmem_peer.hpp"
 #include "suites.hpp"
 
 namespace shoal::perf {
@@ -43,6 +46,17 @@ std::string title_of(collective op, int n_pes) {
       return "barrier on the world team, per call (no NCCL counterpart)";
   }
   return "?";
+}
+
+// NVSHMEM's on-stream call beside an on-stream row. NVSHMEM is only the comparison: when it fails (its heap
+// cannot hold the buffers, say), the row keeps shoal's figure and says why.
+void attach_nvshmem_on_stream(context& ctx, row& r, const coll_case& c) {
+  if (ctx.nvshmem == nullptr || c.mode != coll_mode::stream) return;
+  try {
+    attach_nvshmem_coll(ctx, r, c.op, ctx.nvshmem->measure_coll(ctx, c.op, c.bytes, coll_mode::stream));
+  } catch (const std::exception& e) {
+    r.note += (r.note.empty() ? "NVSHMEM: " : "; NVSHMEM: ") + std::string(e.what());
+  }
 }
 
 template <typename T>
@@ -103,7 +117,8 @@ void run_coll(context& ctx) {
   out.note(fmt::format(
       "algo: the cost model's choice (team_handle::pick; one block on a buffer too large for it runs the large "
       "algorithm), table {}; NCCL: the same operation "
-      "under graph replay, x_nccl = shoal algbw / NCCL algbw",
+      "under graph replay, x_nccl = shoal algbw / NCCL algbw; NVSHMEM: its on-stream call beside the stream rows, "
+      "x_nvs likewise",
       model != nullptr && *model != '\0' ? fmt::format("from SHOAL_COLL_MODEL={}", model) : std::string("built in")));
 
   for (std::size_t i = 0; i < colls.size(); ++i) {
@@ -113,7 +128,9 @@ void run_coll(context& ctx) {
     if (op == collective::barrier) {
       for (coll_mode mode : modes) {
         const coll_case c{.op = op, .bytes = 0, .mode = mode, .force = std::nullopt};
-        out.add(coll_row(ctx, c, measure_coll(ctx, c)));
+        row r = coll_row(ctx, c, measure_coll(ctx, c));
+        attach_nvshmem_on_stream(ctx, r, c);
+        out.add(std::move(r));
       }
       continue;
     }
@@ -133,6 +150,7 @@ void run_coll(context& ctx) {
         const coll_case c{.op = op, .bytes = bytes, .mode = mode, .force = std::nullopt};
         row r = coll_row(ctx, c, measure_coll(ctx, c));
         if (with_nccl) attach_nccl_coll(ctx, r, op, nccl);
+        attach_nvshmem_on_stream(ctx, r, c);
         out.add(std::move(r));
       }
     }

@@ -46,8 +46,8 @@ constexpr suite kSuites[] = {
      2, true, false, run_p2p},
     {"coll",
      "collectives of the world team over sizes: on-stream loop, CUDA graph replay, in-kernel grid and block "
-     "scope; the model's algorithm, bus bandwidth, NCCL's same operation beside",
-     2, true, false, run_coll},
+     "scope; the model's algorithm, bus bandwidth, NCCL's same operation (and NVSHMEM's on a stream) beside",
+     2, true, true, run_coll},
     {"quick", "about a minute: the headline rows of TARGETS.md with target and pass/miss; NCCL and NVSHMEM beside", 2,
      true, true, run_quick},
     {"calibrate",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/config.hpp"  // parse_bytes, for NVSHMEM_SYMMETRIC_SIZE
 #include "shoal/bootstrap.hpp"
 
 #ifdef SHOAL_PERF_HAVE_NVSHMEM
@@ -29,9 +30,10 @@ void nvshmem_check(int status, const char* call) {
     throw std::runtime_error(std::string(call) + " failed with NVSHMEM status " + std::to_string(status));
 }
 
-// NVSHMEM's symmetric size when the user set none: both arenas for the quick suite's largest buffer
-// (context::arena_bytes_for(256 MiB)) and room for NVSHMEM's own scratch.
-constexpr std::uint64_t kQuickLargestBuffer = 256ull << 20;
+// NVSHMEM's symmetric size when the user set none: both arenas for a buffer of 512 MiB (the quick suite's
+// largest is 256 MiB; the coll suite's up to this) and room for NVSHMEM's own scratch. Larger buffers are
+// measured without NVSHMEM, unless NVSHMEM_SYMMETRIC_SIZE allows them.
+constexpr std::uint64_t kDefaultLargestBuffer = 512ull << 20;
 constexpr std::uint64_t kOwnScratch = 512ull << 20;
 
 constexpr int kWordPingPong = 0, kWordAtomic = 1, kWordBarrierCheck = 8;  // as context's words
@@ -183,10 +185,14 @@ struct nvshmem_peer::impl {
   std::byte* dst = nullptr;
   std::uint64_t arena_bytes = 0;
   std::uint64_t* words = nullptr;  // kWords symmetric words, zero at start
+  std::uint64_t heap_bytes = 0;    // NVSHMEM_SYMMETRIC_SIZE (0: not known)
 
   // Collective: the arenas follow the context's size (after ctx.reserve), so slots line up with shoal's.
   void follow(context& ctx) {
     if (arena_bytes == ctx.arena_bytes()) return;
+    if (heap_bytes != 0 && 2 * ctx.arena_bytes() + kOwnScratch > heap_bytes)
+      throw std::runtime_error("its heap (NVSHMEM_SYMMETRIC_SIZE=" + std::to_string(heap_bytes) +
+                               ") cannot hold two buffers of " + std::to_string(ctx.arena_bytes()) + " bytes");
     ctx.sync_stream();
     nvshmem_barrier_all();
     if (src != nullptr) nvshmem_free(src);
@@ -220,9 +226,16 @@ bool nvshmem_peer::compiled_in() { return true; }
 
 std::unique_ptr<nvshmem_peer> nvshmem_peer::open(context& ctx) {
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
-  if (std::getenv("NVSHMEM_SYMMETRIC_SIZE") == nullptr) {
-    const std::uint64_t size = 2 * ctx.arena_bytes_for(kQuickLargestBuffer) + kOwnScratch;
-    setenv("NVSHMEM_SYMMETRIC_SIZE", std::to_string(size).c_str(), 1);
+  std::uint64_t heap_bytes = 0;
+  if (const char* size = std::getenv("NVSHMEM_SYMMETRIC_SIZE"); size == nullptr) {
+    heap_bytes = 2 * ctx.arena_bytes_for(kDefaultLargestBuffer) + kOwnScratch;
+    setenv("NVSHMEM_SYMMETRIC_SIZE", std::to_string(heap_bytes).c_str(), 1);
+  } else {
+    try {
+      heap_bytes = detail::parse_bytes("NVSHMEM_SYMMETRIC_SIZE", size);
+    } catch (const std::exception&) {
+      heap_bytes = 0;  // a form only NVSHMEM reads: it decides
+    }
   }
   SHOAL_PERF_CUDA(cudaSetDevice(ctx.world.device()));
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
@@ -234,6 +247,7 @@ std::unique_ptr<nvshmem_peer> nvshmem_peer::open(context& ctx) {
   if (nvshmem_my_pe() != ctx.pe || nvshmem_n_pes() != ctx.n_pes)
     throw std::runtime_error("NVSHMEM numbered the PEs differently from shoal");
   auto state = std::make_unique<impl>();
+  state->heap_bytes = heap_bytes;
   int major = 0, minor = 0, patch = 0;
   nvshmemx_vendor_get_version_info(&major, &minor, &patch);
   state->version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);

@@ -26,7 +26,8 @@ class nvshmem_peer {
   static bool compiled_in();
   // Collective: NVSHMEM over all PEs, bootstrapped from a unique id sent through the world's bootstrap.
   // Returns null when the build has no NVSHMEM; throws std::runtime_error naming the call when NVSHMEM
-  // fails. Sets NVSHMEM_SYMMETRIC_SIZE (when unset) to what the quick suite's buffers need.
+  // fails. Sets NVSHMEM_SYMMETRIC_SIZE, when unset, to hold buffers of 512 MiB; a measurement whose
+  // buffers it cannot hold throws std::runtime_error saying so.
   static std::unique_ptr<nvshmem_peer> open(context& ctx);
   ~nvshmem_peer();  // frees the buffers and finalizes NVSHMEM (collective)
   nvshmem_peer(const nvshmem_peer&) = delete;
