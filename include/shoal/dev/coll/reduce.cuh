@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "shoal/coll_types.hpp"
 #include "shoal/dev/coll/detail/ll.cuh"
@@ -138,6 +139,11 @@ template <algorithm_set kSet>
 inline constexpr source_loads kLoadsOf =
     kSet == algorithm_set::all ? source_loads::one_at_a_time : source_loads::in_pairs;
 
+// The pulls (two-shot, direct) of a block-scope call are one CTA moving the whole buffer: pipelined there.
+template <algorithm_set kSet, typename Scope>
+inline constexpr source_loads kPullLoadsOf =
+    kSet == algorithm_set::all && std::is_same_v<Scope, block_scope> ? source_loads::pipelined : kLoadsOf<kSet>;
+
 template <typename T>
 __device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t dst_count,
                                          std::size_t src_count) {
@@ -177,7 +183,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
           default: {
             // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
             const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-            reduce_pull<Op, kLoads>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end}, 0, true);
+            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end},
+                                                       0, true);
             break;
           }
         }
@@ -216,7 +223,7 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, 
             reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);
             break;
           default:
-            reduce_pull<Op, kLoads>(unit, t, u.channel, plan, r, t.index, false);
+            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan, r, t.index, false);
             break;
         }
       }

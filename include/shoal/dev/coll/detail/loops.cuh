@@ -49,7 +49,48 @@ __device__ inline bool aligned16(const void* p) { return reinterpret_cast<std::u
 // (512 threads, 128 registers, one family of algorithms each). Kernels that users launch hold every
 // algorithm at up to 1024 threads; there the registers spill and every call slowed, LL calls by up to
 // 0.8 µs (perf notes 46), so they load one source at a time.
-enum class source_loads { one_at_a_time, in_pairs };
+//
+// Pipelined (a unit of one CTA moving a whole buffer: block scope): with two sources (and one or two
+// destinations: a team of two), the loads of the thread's next pass go out before this pass's results are
+// stored, so the loads' latency passes under the stores' drain instead of after it. Two words per source
+// per thread (24 registers in flight), which a 1024-thread CTA has. Other source counts load one at a time.
+enum class source_loads { one_at_a_time, in_pairs, pipelined };
+
+// The pipelined passes over two sources into one or two destinations (a team of two; see source_loads):
+// returns the index of the thread's first word left for the one-word tail. The destinations are translated
+// once, before the loop, so that nothing but the words stays live across a pass.
+template <reduce_op Op, typename T, typename Word>
+__device__ inline std::size_t reduce_two_pipelined(std::size_t words, const Word* a, const Word* b, Word* to0,
+                                                   Word* to1, unsigned rank, unsigned threads) {
+  // Two words per source: u = 0 at i, u = 1 at i + threads. Plain variables, not arrays a lambda fills:
+  // those went to local memory, whose stores waited for the loads and undid the pipelining.
+  const std::size_t pass = 2 * std::size_t(threads);
+  std::size_t i = rank;
+  Word a0{}, a1{}, b0{}, b1{};
+  if (i + threads < words) {
+    a0 = load_cg(a + i), b0 = load_cg(b + i);
+    a1 = load_cg(a + i + threads), b1 = load_cg(b + i + threads);
+  }
+  for (; i + threads < words; i += pass) {
+    auto acc0 = acc_word<T, Word>::from(a0);
+    acc0.template add<Op>(b0);
+    auto acc1 = acc_word<T, Word>::from(a1);
+    acc1.template add<Op>(b1);
+    const Word out0 = acc0.word(), out1 = acc1.word();
+    const std::size_t next = i + pass;
+    if (next + threads < words) {  // the next pass's loads, ahead of this pass's stores
+      a0 = load_cg(a + next), b0 = load_cg(b + next);
+      a1 = load_cg(a + next + threads), b1 = load_cg(b + next + threads);
+    }
+    to0[i] = out0;
+    to0[i + threads] = out1;
+    if (to1 != nullptr) {
+      to1[i] = out0;
+      to1[i + threads] = out1;
+    }
+  }
+  return i;
+}
 
 // For k in [0, count): every destination d < n_dst gets op over s < n_src of source(s)[k].
 // source(s) and destination(d) return element pointers; the unit's threads share the work.
@@ -80,6 +121,13 @@ __device__ inline void reduce_sources(std::size_t count, int n_src, Source sourc
       }
     };
     std::size_t i = rank;
+    if constexpr (kLoads == source_loads::pipelined) {
+      if (n_src == 2 && n_dst <= 2) {
+        word* to1 = n_dst == 2 ? reinterpret_cast<word*>(destination(1)) : nullptr;
+        i = reduce_two_pipelined<Op, T>(words, from(0), from(1), reinterpret_cast<word*>(destination(0)), to1, rank,
+                                        threads);
+      }
+    }
     for (; i + (kUnroll - 1) * std::size_t(threads) < words; i += kUnroll * std::size_t(threads)) {
       acc_word<T, word> acc[kUnroll];
       word w[kUnroll], x[kUnroll];
