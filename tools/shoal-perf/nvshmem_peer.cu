@@ -187,22 +187,32 @@ struct nvshmem_peer::impl {
   std::uint64_t* words = nullptr;  // kWords symmetric words, zero at start
   std::uint64_t heap_bytes = 0;    // NVSHMEM_SYMMETRIC_SIZE (0: not known)
 
-  // Collective: the arenas follow the context's size (after ctx.reserve), so slots line up with shoal's.
-  void follow(context& ctx) {
-    if (arena_bytes == ctx.arena_bytes()) return;
-    if (heap_bytes != 0 && 2 * ctx.arena_bytes() + kOwnScratch > heap_bytes)
+  // Collective: arenas for buffers of `buffer` bytes, as large as the context's would be for that buffer
+  // alone (at least 2 x L2 + 64 MiB, so rotation keeps L2 from serving repeats). They only grow: a suite that
+  // reserved the context for its largest buffer still measures NVSHMEM at every size its heap holds.
+  void reserve(context& ctx, std::uint64_t buffer) {
+    const std::uint64_t need = ctx.arena_bytes_for(buffer);
+    if (need <= arena_bytes) return;
+    if (heap_bytes != 0 && 2 * need + kOwnScratch > heap_bytes)
       throw std::runtime_error("its heap (NVSHMEM_SYMMETRIC_SIZE=" + std::to_string(heap_bytes) +
-                               ") cannot hold two buffers of " + std::to_string(ctx.arena_bytes()) + " bytes");
+                               ") cannot hold two buffers of " + std::to_string(need) + " bytes");
     ctx.sync_stream();
     nvshmem_barrier_all();
     if (src != nullptr) nvshmem_free(src);
     if (dst != nullptr) nvshmem_free(dst);
-    src = static_cast<std::byte*>(nvshmem_malloc(ctx.arena_bytes()));
-    dst = static_cast<std::byte*>(nvshmem_malloc(ctx.arena_bytes()));
+    src = dst = nullptr;
+    arena_bytes = 0;
+    src = static_cast<std::byte*>(nvshmem_malloc(need));
+    dst = static_cast<std::byte*>(nvshmem_malloc(need));
     if (src == nullptr || dst == nullptr)
-      throw std::runtime_error("nvshmem_malloc of " + std::to_string(ctx.arena_bytes()) +
-                               " bytes failed (raise NVSHMEM_SYMMETRIC_SIZE)");
-    arena_bytes = ctx.arena_bytes();
+      throw std::runtime_error("nvshmem_malloc of " + std::to_string(need) + " bytes failed (raise NVSHMEM_SYMMETRIC_SIZE)");
+    arena_bytes = need;
+  }
+
+  // Slots of a message or buffer size in these arenas (as context::n_slots in the context's).
+  std::uint32_t n_slots(const context& ctx, std::uint64_t bytes) const {
+    if (!ctx.opt.rotate) return 1;
+    return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(arena_bytes / context::slot_stride(bytes), 1, 1u << 30));
   }
 
   // For a check: the data moves through shoal's buffers (slot 0), which the checkers fill and read. Copies
@@ -271,9 +281,9 @@ measurement nvshmem_peer::measure_device_rma(context& ctx, const rma_case& c) {
   if (c.scope != scope_kind::block) throw std::invalid_argument("NVSHMEM side by side: block-scope RMA only");
   ctx.reserve(c.bytes);
   impl& s = *impl_;
-  s.follow(ctx);
+  s.reserve(ctx, c.bytes);
   const rma_batch plan = plan_rma_batch(ctx, c);
-  rma_args a{s.dst, s.src,      c.bytes, context::slot_stride(c.bytes), ctx.n_slots(c.bytes),
+  rma_args a{s.dst, s.src,      c.bytes, context::slot_stride(c.bytes), s.n_slots(ctx, c.bytes),
              0,     plan.inner, 1,       c.dir == rma_dir::get};
   const dim3 grid(static_cast<unsigned>(c.ctas)), block(static_cast<unsigned>(c.threads));
   std::uint64_t next_slot = 0;
@@ -313,7 +323,7 @@ measurement nvshmem_peer::measure_pingpong(context& ctx, pingpong_kind kind, sco
   if (!put_signal) bytes = sizeof(std::uint64_t);
   ctx.reserve(bytes);
   impl& s = *impl_;
-  s.follow(ctx);
+  s.reserve(ctx, bytes);
   pingpong_args a{s.dst,
                   s.src,
                   bytes,
@@ -427,9 +437,9 @@ measurement nvshmem_peer::measure_coll(context& ctx, collective op, std::uint64_
   const std::uint64_t buffer = coll_buffer_bytes(op, bytes, ctx.n_pes);
   ctx.reserve(buffer);
   impl& s = *impl_;
-  s.follow(ctx);
+  s.reserve(ctx, buffer);
   const std::uint64_t stride = context::slot_stride(buffer);
-  const std::uint32_t n_slots = ctx.n_slots(buffer);
+  const std::uint32_t n_slots = s.n_slots(ctx, buffer);
   const std::size_t count = bytes / kCollElemBytes;
   const nvshmem_team_t team = NVSHMEM_TEAM_WORLD;
   measurement m;
