@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "harness.hpp"
@@ -66,5 +67,25 @@ measurement measure_barrier_on_stream(context& ctx);
 
 // barrier_all(block, h) back to back inside one kernel on every PE. Time per barrier (slowest PE).
 measurement measure_barrier_in_kernel(context& ctx);
+
+// ---- the drivers of those latency figures (latency_suite.cu), shared with the NVSHMEM peer -------------
+// Each takes the launch of one kernel on ctx.stream (what differs between libraries) and does the rest the
+// same way: meetings, sequence values, in-kernel clock, results and checks. A kernel writes its timed
+// nanoseconds to ctx.results()[kResultElapsed] and the wrong values it saw to [kResultErrors].
+
+// Launches one kernel of `warmup` untimed and `iters` timed operations, whose values start after `first`.
+using timed_launch = std::function<void(std::uint64_t first, std::uint32_t warmup, std::uint32_t iters)>;
+// The same, checking what it sees when `check` is set.
+using checked_launch = std::function<void(std::uint64_t first, std::uint32_t warmup, std::uint32_t iters, bool check)>;
+
+// Collective: one ping-pong kernel on PE 0 and PE 1; PE 0's timed nanoseconds, on every PE.
+double pingpong_round(context& ctx, const timed_launch& launch, std::uint32_t warmup, std::uint32_t iters);
+// PE 0's kernel of dependent fetch_adds on PE 1's `word`, zeroed before each kernel; checked by the kernel
+// and by the word's final count.
+measurement time_fetch_add(context& ctx, std::uint64_t* word, const timed_launch& launch);
+// `one_barrier()` back to back on every PE's stream; time per call, the slowest PE.
+measurement time_barrier_on_stream(context& ctx, const std::function<void()>& one_barrier);
+// A barrier kernel on every PE; time per barrier, the slowest PE; checked with 100 rounds.
+measurement time_barrier_in_kernel(context& ctx, const checked_launch& launch);
 
 }  // namespace shoal::perf

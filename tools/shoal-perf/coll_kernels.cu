@@ -11,7 +11,6 @@
 #include <string>
 #include <type_traits>
 
-#include "clock.cuh"
 #include "coll.hpp"
 #include "coll/stream_common.hpp"  // detail::plan_launch: the launch shape of the on-stream collectives
 #include "shoal/dev/coll.cuh"
@@ -59,7 +58,7 @@ __global__ void __launch_bounds__(kLoopThreads<Scope>) coll_loop_kernel(shoal::t
   for (std::uint32_t i = 0; i < a.warmup + a.iters; ++i) {
     if (i == a.warmup) {
       __syncthreads();
-      t0 = global_ns();
+      t0 = detail::global_timer_ns();
     }
     std::byte* dst = a.dst + slot * a.stride;
     const std::byte* src = a.src + slot * a.stride;
@@ -90,7 +89,7 @@ __global__ void __launch_bounds__(kLoopThreads<Scope>) coll_loop_kernel(shoal::t
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
     atomicMin(a.start_ns, static_cast<unsigned long long>(t0));
-    atomicMax(a.end_ns, static_cast<unsigned long long>(global_ns()));
+    atomicMax(a.end_ns, static_cast<unsigned long long>(detail::global_timer_ns()));
     if (bad != 0) atomicAdd(a.errors, static_cast<unsigned long long>(bad));
   }
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "benches.hpp"
-#include "clock.cuh"
+#include "pingpong.cuh"
 #include "shoal/device.cuh"
 #include "shoal/stream.hpp"
 
@@ -41,19 +41,8 @@ __global__ void pingpong_kernel(shoal::device_handle h, pingpong_args a) {
     else if (Scope::leader()) shoal::p(h, a.word, v, a.peer);
   };
   auto await = [&](std::uint64_t v) { shoal::wait_until(scope, h, a.word, shoal::cmp::eq, v); };
-  std::uint64_t t0 = 0;
-  for (std::uint32_t i = 0; i < a.warmup + a.iters; ++i) {
-    if (i == a.warmup) t0 = global_ns();
-    const std::uint64_t v = a.first + i + 1;
-    if (a.initiator) {
-      send(v);
-      await(v);
-    } else {
-      await(v);
-      send(v);
-    }
-  }
-  if (a.initiator && Scope::leader()) *a.elapsed_ns = global_ns() - t0;
+  const std::uint64_t ns = pingpong_loop(a.first, a.warmup, a.iters, a.initiator, send, await);
+  if (a.initiator && Scope::leader()) *a.elapsed_ns = ns;
 }
 
 // ---- atomics -------------------------------------------------------------------------------------------
@@ -64,13 +53,13 @@ __global__ void fetch_add_kernel(shoal::device_handle h, std::uint64_t* word, in
                                  std::uint32_t iters, std::uint64_t* elapsed_ns, std::uint64_t* errors) {
   std::uint64_t add = 1, expect = 0, bad = 0, t0 = 0;
   for (std::uint32_t i = 0; i < warmup + iters; ++i) {
-    if (i == warmup) t0 = global_ns();
+    if (i == warmup) t0 = detail::global_timer_ns();
     const std::uint64_t got = shoal::atomic_fetch_add(h, word, add, peer);
     bad += got != expect;
     expect += 1;
     add = 1 + (got >> 63);
   }
-  *elapsed_ns = global_ns() - t0;
+  *elapsed_ns = detail::global_timer_ns() - t0;
   *errors = bad;
 }
 
@@ -84,7 +73,7 @@ __global__ void barrier_kernel(shoal::device_handle h, std::uint32_t warmup, std
   const int next = (h.pe + 1) % h.n_pes, prev = (h.pe + h.n_pes - 1) % h.n_pes;
   std::uint64_t t0 = 0, bad = 0;
   for (std::uint32_t i = 0; i < warmup + iters; ++i) {
-    if (i == warmup) t0 = global_ns();
+    if (i == warmup) t0 = detail::global_timer_ns();
     const std::uint64_t v = first + i + 1;
     if (check && shoal::block_scope::leader()) shoal::p(h, slots + h.pe, v, next);
     shoal::barrier_all(shoal::block, h);
@@ -94,60 +83,35 @@ __global__ void barrier_kernel(shoal::device_handle h, std::uint32_t warmup, std
     }
   }
   if (shoal::block_scope::leader()) {
-    *elapsed_ns = global_ns() - t0;
+    *elapsed_ns = detail::global_timer_ns() - t0;
     *errors = bad;
   }
 }
 
 }  // namespace
 
-measurement measure_pingpong(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
-  if (scope != scope_kind::thread && scope != scope_kind::warp)
-    throw std::invalid_argument("ping-pong runs at thread or warp scope");
-  const bool put_signal = kind == pingpong_kind::put_signal;
-  if (!put_signal) bytes = sizeof(std::uint64_t);
-  ctx.reserve(bytes);
-  const shoal::device_handle h = ctx.world.device_handle();
-  pingpong_args a{ctx.dst(), ctx.src(), bytes, ctx.words() + context::kWordPingPong, 0, 0, 0, 1 - ctx.pe,
-                  ctx.pe == 0, put_signal, ctx.results() + context::kResultElapsed};
+// ---- drivers, shared with the NVSHMEM peer (benches.hpp) ---------------------------------------------------
 
-  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
-    a.first = ctx.next_sequence(warmup + iters);
-    a.warmup = warmup;
-    a.iters = iters;
-    ctx.barrier();
-    if (ctx.pe < 2) {
-      if (scope == scope_kind::thread) pingpong_kernel<shoal::thread_scope><<<1, 1, 0, ctx.stream>>>(h, a);
-      else pingpong_kernel<shoal::warp_scope><<<1, 32, 0, ctx.stream>>>(h, a);
-      SHOAL_PERF_CUDA(cudaGetLastError());
-    }
-    ctx.barrier();
-    double ns = ctx.pe == 0 ? static_cast<double>(ctx.read_result(context::kResultElapsed)) : 0.0;
-    return ctx.broadcast(ns, 0);
-  };
-
-  measurement m = time_in_kernel(ctx, run);
-  if (!put_signal) {
-    m.check = check_result::ok;  // every round trip awaited its exact value
-    m.note = "values checked by the waits";
-  } else if (ctx.opt.check) {
-    const transfer both[] = {{0, ctx.src(), 1, ctx.dst(), bytes}, {1, ctx.src(), 0, ctx.dst(), bytes}};
-    m.check = check_transfers(ctx, both, [&] { run(0, 1); });
+double pingpong_round(context& ctx, const timed_launch& launch, std::uint32_t warmup, std::uint32_t iters) {
+  const std::uint64_t first = ctx.next_sequence(warmup + iters);
+  ctx.barrier();
+  if (ctx.pe < 2) {
+    launch(first, warmup, iters);
+    SHOAL_PERF_CUDA(cudaGetLastError());
   }
-  return m;
+  ctx.barrier();
+  const double ns = ctx.pe == 0 ? static_cast<double>(ctx.read_result(context::kResultElapsed)) : 0.0;
+  return ctx.broadcast(ns, 0);
 }
 
-measurement measure_fetch_add(context& ctx) {
-  const shoal::device_handle h = ctx.world.device_handle();
-  std::uint64_t* word = ctx.words() + context::kWordAtomic;
+measurement time_fetch_add(context& ctx, std::uint64_t* word, const timed_launch& launch) {
   std::uint64_t errors = 0;
   std::uint64_t last_total = 0;
   auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
     if (ctx.pe == 1) SHOAL_PERF_CUDA(cudaMemsetAsync(word, 0, sizeof *word, ctx.stream));
     ctx.barrier();
     if (ctx.pe == 0) {
-      fetch_add_kernel<<<1, 1, 0, ctx.stream>>>(h, word, 1, warmup, iters, ctx.results() + context::kResultElapsed,
-                                                ctx.results() + context::kResultErrors);
+      launch(0, warmup, iters);
       SHOAL_PERF_CUDA(cudaGetLastError());
     }
     ctx.barrier();
@@ -172,47 +136,96 @@ measurement measure_fetch_add(context& ctx) {
   return m;
 }
 
-measurement measure_barrier_on_stream(context& ctx) {
+measurement time_barrier_on_stream(context& ctx, const std::function<void()>& one_barrier) {
   const int calls = ctx.opt.iters > 0 ? ctx.opt.iters : 1000;
   std::vector<double> ms = time_batches(ctx, [&](int) {
-    for (int i = 0; i < calls; ++i) shoal::barrier_all_on_stream(ctx.world, ctx.stream);
+    for (int i = 0; i < calls; ++i) one_barrier();
   });
-  ms = ctx.max_over_pes(ms);
-  std::vector<double> us;
-  for (double v : ms) us.push_back(v * 1e3 / calls);
   measurement m;
   m.ops = calls;
-  m.t = summarize(us);
-  m.note = "slowest PE; " +
-           describe(time_queued_calls(
-               ctx, std::min(calls, kQueuedCalls), [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); },
-               [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); }));
+  m.t = summarize(per_op_us(ctx.max_over_pes(ms), calls));
+  m.note = "slowest PE";
+  return m;
+}
+
+measurement time_barrier_in_kernel(context& ctx, const checked_launch& launch) {
+  auto run_kernel = [&](std::uint32_t warmup, std::uint32_t iters, bool check) {
+    const std::uint64_t first = ctx.next_sequence(warmup + iters);
+    ctx.barrier();
+    launch(first, warmup, iters, check);
+    SHOAL_PERF_CUDA(cudaGetLastError());
+    ctx.barrier();
+  };
+  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
+    run_kernel(warmup, iters, false);
+    return ctx.max_over_pes({static_cast<double>(ctx.read_result(context::kResultElapsed))})[0];
+  };
+  measurement m = time_in_kernel(ctx, run);
+  m.note = "slowest PE";
+  if (ctx.opt.check) {
+    run_kernel(0, 100, true);
+    m.check = ctx.sum_over_pes(ctx.read_result(context::kResultErrors)) == 0 ? check_result::ok : check_result::failed;
+  }
+  return m;
+}
+
+// ---- shoal's measurements ----------------------------------------------------------------------------------
+
+measurement measure_pingpong(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
+  if (scope != scope_kind::thread && scope != scope_kind::warp)
+    throw std::invalid_argument("ping-pong runs at thread or warp scope");
+  const bool put_signal = kind == pingpong_kind::put_signal;
+  if (!put_signal) bytes = sizeof(std::uint64_t);
+  ctx.reserve(bytes);
+  const shoal::device_handle h = ctx.world.device_handle();
+  pingpong_args a{ctx.dst(),  ctx.src(),   bytes,      ctx.words() + context::kWordPingPong,   0, 0, 0,
+                  1 - ctx.pe, ctx.pe == 0, put_signal, ctx.results() + context::kResultElapsed};
+  const timed_launch launch = [&](std::uint64_t first, std::uint32_t warmup, std::uint32_t iters) {
+    a.first = first;
+    a.warmup = warmup;
+    a.iters = iters;
+    if (scope == scope_kind::thread)
+      pingpong_kernel<shoal::thread_scope><<<1, 1, 0, ctx.stream>>>(h, a);
+    else
+      pingpong_kernel<shoal::warp_scope><<<1, 32, 0, ctx.stream>>>(h, a);
+  };
+  measurement m =
+      time_in_kernel(ctx, [&](std::uint32_t w, std::uint32_t i) { return pingpong_round(ctx, launch, w, i); });
+  if (!put_signal) {
+    m.check = check_result::ok;  // every round trip awaited its exact value
+    m.note = "values checked by the waits";
+  } else if (ctx.opt.check) {
+    const transfer both[] = {{0, ctx.src(), 1, ctx.dst(), bytes}, {1, ctx.src(), 0, ctx.dst(), bytes}};
+    m.check = check_transfers(ctx, both, [&] { pingpong_round(ctx, launch, 0, 1); });
+  }
+  return m;
+}
+
+measurement measure_fetch_add(context& ctx) {
+  const shoal::device_handle h = ctx.world.device_handle();
+  std::uint64_t* word = ctx.words() + context::kWordAtomic;
+  return time_fetch_add(ctx, word, [&](std::uint64_t, std::uint32_t warmup, std::uint32_t iters) {
+    fetch_add_kernel<<<1, 1, 0, ctx.stream>>>(h, word, 1, warmup, iters, ctx.results() + context::kResultElapsed,
+                                              ctx.results() + context::kResultErrors);
+  });
+}
+
+measurement measure_barrier_on_stream(context& ctx) {
+  auto one = [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); };
+  measurement m = time_barrier_on_stream(ctx, one);
+  const int calls = static_cast<int>(m.ops);
+  m.note += "; " + describe(time_queued_calls(ctx, std::min(calls, kQueuedCalls), one, one));
   return m;
 }
 
 measurement measure_barrier_in_kernel(context& ctx) {
   const shoal::device_handle h = ctx.world.device_handle();
   std::uint64_t* slots = ctx.words() + context::kWordBarrierCheck;
-  auto launch = [&](std::uint32_t warmup, std::uint32_t iters, bool check) {
-    const std::uint64_t first = ctx.next_sequence(warmup + iters);
-    ctx.barrier();
+  return time_barrier_in_kernel(ctx, [&](std::uint64_t first, std::uint32_t warmup, std::uint32_t iters, bool check) {
     barrier_kernel<<<1, 32, 0, ctx.stream>>>(h, warmup, iters, slots, first, check,
                                              ctx.results() + context::kResultElapsed,
                                              ctx.results() + context::kResultErrors);
-    SHOAL_PERF_CUDA(cudaGetLastError());
-    ctx.barrier();
-  };
-  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
-    launch(warmup, iters, false);
-    return ctx.max_over_pes({static_cast<double>(ctx.read_result(context::kResultElapsed))})[0];
-  };
-  measurement m = time_in_kernel(ctx, run);
-  m.note = "slowest PE";
-  if (ctx.opt.check) {
-    launch(0, 100, true);
-    m.check = ctx.sum_over_pes(ctx.read_result(context::kResultErrors)) == 0 ? check_result::ok : check_result::failed;
-  }
-  return m;
+  });
 }
 
 }  // namespace shoal::perf

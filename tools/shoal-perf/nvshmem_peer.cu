@@ -16,7 +16,7 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
-#include "clock.cuh"
+#include "pingpong.cuh"
 #endif
 
 namespace shoal::perf {
@@ -99,32 +99,21 @@ __global__ void pingpong_kernel(pingpong_args a) {
       nvshmem_uint64_wait_until(a.word, NVSHMEM_CMP_EQ, v);
     if constexpr (kWarp) __syncwarp();
   };
-  std::uint64_t t0 = 0;
-  for (std::uint32_t i = 0; i < a.warmup + a.iters; ++i) {
-    if (i == a.warmup) t0 = global_ns();
-    const std::uint64_t v = a.first + i + 1;
-    if (a.initiator) {
-      send(v);
-      await(v);
-    } else {
-      await(v);
-      send(v);
-    }
-  }
-  if (a.initiator && threadIdx.x == 0) *a.elapsed_ns = global_ns() - t0;
+  const std::uint64_t ns = pingpong_loop(a.first, a.warmup, a.iters, a.initiator, send, await);
+  if (a.initiator && threadIdx.x == 0) *a.elapsed_ns = ns;
 }
 
 __global__ void fetch_add_kernel(std::uint64_t* word, int peer, std::uint32_t warmup, std::uint32_t iters,
                                  std::uint64_t* elapsed_ns, std::uint64_t* errors) {
   std::uint64_t add = 1, expect = 0, bad = 0, t0 = 0;
   for (std::uint32_t i = 0; i < warmup + iters; ++i) {
-    if (i == warmup) t0 = global_ns();
+    if (i == warmup) t0 = detail::global_timer_ns();
     const std::uint64_t got = nvshmem_uint64_atomic_fetch_add(word, add, peer);
     bad += got != expect;
     expect += 1;
     add = 1 + (got >> 63);  // always 1, but the compiler cannot know: the round trips stay dependent
   }
-  *elapsed_ns = global_ns() - t0;
+  *elapsed_ns = detail::global_timer_ns() - t0;
   *errors = bad;
 }
 
@@ -134,7 +123,7 @@ __global__ void barrier_kernel(std::uint32_t warmup, std::uint32_t iters, std::u
   const int pe = nvshmem_my_pe(), n = nvshmem_n_pes();
   std::uint64_t t0 = 0, bad = 0;
   for (std::uint32_t i = 0; i < warmup + iters; ++i) {
-    if (i == warmup) t0 = global_ns();
+    if (i == warmup) t0 = detail::global_timer_ns();
     const std::uint64_t v = first + i + 1;
     if (check && threadIdx.x == 0) nvshmem_uint64_p(slots + pe, v, (pe + 1) % n);
     nvshmemx_barrier_all_block();
@@ -144,7 +133,7 @@ __global__ void barrier_kernel(std::uint32_t warmup, std::uint32_t iters, std::u
     }
   }
   if (threadIdx.x == 0) {
-    *elapsed_ns = global_ns() - t0;
+    *elapsed_ns = detail::global_timer_ns() - t0;
     *errors = bad;
   }
 }
@@ -164,7 +153,7 @@ __global__ void __launch_bounds__(kCollBlockThreads) reduce_block_kernel(reduce_
   for (std::uint32_t i = 0; i < a.warmup + a.iters; ++i) {
     if (i == a.warmup) {
       __syncthreads();
-      t0 = global_ns();
+      t0 = detail::global_timer_ns();
     }
     auto* dst = reinterpret_cast<__nv_bfloat16*>(a.dst + slot * a.stride);
     const auto* src = reinterpret_cast<const __nv_bfloat16*>(a.src + slot * a.stride);
@@ -172,7 +161,7 @@ __global__ void __launch_bounds__(kCollBlockThreads) reduce_block_kernel(reduce_
     if (++slot == a.n_slots) slot = 0;
   }
   __syncthreads();
-  if (threadIdx.x == 0) *a.elapsed_ns = global_ns() - t0;
+  if (threadIdx.x == 0) *a.elapsed_ns = detail::global_timer_ns() - t0;
 }
 
 void launched() { SHOAL_PERF_CUDA(cudaGetLastError()); }
@@ -335,96 +324,46 @@ measurement nvshmem_peer::measure_pingpong(context& ctx, pingpong_kind kind, sco
                   ctx.pe == 0,
                   put_signal,
                   ctx.results() + context::kResultElapsed};
-  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
-    a.first = ctx.next_sequence(warmup + iters);
+  const timed_launch launch = [&](std::uint64_t first, std::uint32_t warmup, std::uint32_t iters) {
+    a.first = first;
     a.warmup = warmup;
     a.iters = iters;
-    ctx.barrier();
-    if (ctx.pe < 2) {
-      if (scope == scope_kind::thread)
-        pingpong_kernel<false><<<1, 1, 0, ctx.stream>>>(a);
-      else
-        pingpong_kernel<true><<<1, 32, 0, ctx.stream>>>(a);
-      launched();
-    }
-    ctx.barrier();
-    const double ns = ctx.pe == 0 ? static_cast<double>(ctx.read_result(context::kResultElapsed)) : 0.0;
-    return ctx.broadcast(ns, 0);
+    if (scope == scope_kind::thread)
+      pingpong_kernel<false><<<1, 1, 0, ctx.stream>>>(a);
+    else
+      pingpong_kernel<true><<<1, 32, 0, ctx.stream>>>(a);
   };
-  measurement m = time_in_kernel(ctx, run);
+  measurement m =
+      time_in_kernel(ctx, [&](std::uint32_t w, std::uint32_t i) { return pingpong_round(ctx, launch, w, i); });
   if (!put_signal) {
     m.check = check_result::ok;  // every round trip awaited its exact value
   } else if (ctx.opt.check) {
     const transfer both[] = {{0, ctx.src(), 1, ctx.dst(), bytes}, {1, ctx.src(), 0, ctx.dst(), bytes}};
-    m.check = check_transfers(ctx, both, [&] { s.through_shoal_buffers(ctx, bytes, bytes, [&] { run(0, 1); }); });
+    m.check = check_transfers(
+        ctx, both, [&] { s.through_shoal_buffers(ctx, bytes, bytes, [&] { pingpong_round(ctx, launch, 0, 1); }); });
   }
   return m;
 }
 
 measurement nvshmem_peer::measure_fetch_add(context& ctx) {
   std::uint64_t* word = impl_->words + kWordAtomic;
-  std::uint64_t errors = 0, last_total = 0;
-  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
-    if (ctx.pe == 1) SHOAL_PERF_CUDA(cudaMemsetAsync(word, 0, sizeof *word, ctx.stream));
-    ctx.barrier();
-    if (ctx.pe == 0) {
-      fetch_add_kernel<<<1, 1, 0, ctx.stream>>>(word, 1, warmup, iters, ctx.results() + context::kResultElapsed,
-                                                ctx.results() + context::kResultErrors);
-      launched();
-    }
-    ctx.barrier();
-    double ns = 0;
-    if (ctx.pe == 0) {
-      ns = static_cast<double>(ctx.read_result(context::kResultElapsed));
-      errors += ctx.read_result(context::kResultErrors);
-    }
-    last_total = warmup + iters;
-    return ctx.broadcast(ns, 0);
-  };
-  measurement m = time_in_kernel(ctx, run);
-  std::uint64_t final_value = 0;
-  if (ctx.pe == 1) {
-    SHOAL_PERF_CUDA(cudaMemcpyAsync(&final_value, word, sizeof final_value, cudaMemcpyDeviceToHost, ctx.stream));
-    ctx.sync_stream();
-  }
-  final_value = ctx.broadcast(final_value, 1);
-  errors = ctx.broadcast(errors, 0);
-  m.check = errors == 0 && final_value == last_total ? check_result::ok : check_result::failed;
-  return m;
+  return time_fetch_add(ctx, word, [&](std::uint64_t, std::uint32_t warmup, std::uint32_t iters) {
+    fetch_add_kernel<<<1, 1, 0, ctx.stream>>>(word, 1, warmup, iters, ctx.results() + context::kResultElapsed,
+                                              ctx.results() + context::kResultErrors);
+  });
 }
 
 measurement nvshmem_peer::measure_barrier_on_stream(context& ctx) {
-  const int calls = ctx.opt.iters > 0 ? ctx.opt.iters : 1000;
-  std::vector<double> ms = time_batches(ctx, [&](int) {
-    for (int i = 0; i < calls; ++i) nvshmemx_barrier_all_on_stream(ctx.stream);
-  });
-  measurement m;
-  m.ops = calls;
-  m.t = summarize(per_op_us(ctx.max_over_pes(ms), calls));
-  return m;
+  return time_barrier_on_stream(ctx, [&] { nvshmemx_barrier_all_on_stream(ctx.stream); });
 }
 
 measurement nvshmem_peer::measure_barrier_in_kernel(context& ctx) {
   std::uint64_t* slots = impl_->words + kWordBarrierCheck;
-  auto launch = [&](std::uint32_t warmup, std::uint32_t iters, bool check) {
-    const std::uint64_t first = ctx.next_sequence(warmup + iters);
-    ctx.barrier();
+  return time_barrier_in_kernel(ctx, [&](std::uint64_t first, std::uint32_t warmup, std::uint32_t iters, bool check) {
     barrier_kernel<<<1, 32, 0, ctx.stream>>>(warmup, iters, slots, first, check,
                                              ctx.results() + context::kResultElapsed,
                                              ctx.results() + context::kResultErrors);
-    launched();
-    ctx.barrier();
-  };
-  auto run = [&](std::uint32_t warmup, std::uint32_t iters) {
-    launch(warmup, iters, false);
-    return ctx.max_over_pes({static_cast<double>(ctx.read_result(context::kResultElapsed))})[0];
-  };
-  measurement m = time_in_kernel(ctx, run);
-  if (ctx.opt.check) {
-    launch(0, 100, true);
-    m.check = ctx.sum_over_pes(ctx.read_result(context::kResultErrors)) == 0 ? check_result::ok : check_result::failed;
-  }
-  return m;
+  });
 }
 
 bool nvshmem_peer::has(collective op, coll_mode mode) {
