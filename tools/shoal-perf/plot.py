@@ -66,9 +66,11 @@ def bandwidth_vs_size(plt, rows, outdir):
             pts.sort()
             label = f"{ctas} x {threads}" if ctas else scope
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-        nccl = sorted({(r["bytes"], r["nccl_bandwidth_gbs"]) for r in rs if num(r.get("nccl_bandwidth_gbs"))})
-        if nccl:
-            ax.plot([p[0] for p in nccl], [p[1] for p in nccl], "k--", marker="x", label="NCCL send/recv")
+        for key, style, label in (("nccl_bandwidth_gbs", "k--", "NCCL send/recv"),
+                                  ("nvshmem_bandwidth_gbs", "k:", "NVSHMEM")):
+            peer = sorted({(r["bytes"], r[key]) for r in rs if num(r.get(key))})
+            if peer:
+                ax.plot([p[0] for p in peer], [p[1] for p in peer], style, marker="x", label=label)
         ceiling = next((r["ceiling_gbs"] for r in rs if num(r.get("ceiling_gbs"))), None)
         if ceiling:
             ax.axhline(ceiling, color="grey", linewidth=0.8, linestyle=":")
@@ -141,12 +143,13 @@ def collectives(plt, rows, outdir):
                 ax_t.plot([p[0] for p in t], [p[1] for p in t], marker="o", label=name)
             if b:
                 ax_b.plot([p[0] for p in b], [p[1] for p in b], marker="o", label=name)
-        nccl_t = sorted({(r["bytes"], r["nccl_time_us"]) for r in rs if num(r.get("nccl_time_us"))})
-        nccl_b = sorted({(r["bytes"], r["nccl_busbw_gbs"]) for r in rs if num(r.get("nccl_busbw_gbs"))})
-        if nccl_t:
-            ax_t.plot([p[0] for p in nccl_t], [p[1] for p in nccl_t], "k--", marker="x", label="NCCL (graph)")
-        if nccl_b:
-            ax_b.plot([p[0] for p in nccl_b], [p[1] for p in nccl_b], "k--", marker="x", label="NCCL (graph)")
+        for peer, style, label in (("nccl", "k--", "NCCL (graph)"), ("nvshmem", "k:", "NVSHMEM (stream)")):
+            pt = sorted({(r["bytes"], r[f"{peer}_time_us"]) for r in rs if num(r.get(f"{peer}_time_us"))})
+            pb = sorted({(r["bytes"], r[f"{peer}_busbw_gbs"]) for r in rs if num(r.get(f"{peer}_busbw_gbs"))})
+            if pt:
+                ax_t.plot([p[0] for p in pt], [p[1] for p in pt], style, marker="x", label=label)
+            if pb:
+                ax_b.plot([p[0] for p in pb], [p[1] for p in pb], style, marker="x", label=label)
         floor = next((r["launch_floor_us"] for r in rs if num(r.get("launch_floor_us"))), None)
         if floor:
             ax_t.axhline(floor, color="grey", linewidth=0.8, linestyle=":", label="launch floor")
