@@ -48,15 +48,12 @@ std::string title_of(collective op, int n_pes) {
   return "?";
 }
 
-// NVSHMEM's on-stream call beside an on-stream row. NVSHMEM is only the comparison: when it fails (its heap
-// cannot hold the buffers, say), the row keeps shoal's figure and says why.
-void attach_nvshmem_on_stream(context& ctx, row& r, const coll_case& c) {
-  if (ctx.nvshmem == nullptr || c.mode != coll_mode::stream) return;
-  try {
-    attach_nvshmem_coll(ctx, r, c.op, ctx.nvshmem->measure_coll(ctx, c.op, c.bytes, coll_mode::stream));
-  } catch (const std::exception& e) {
-    r.note += (r.note.empty() ? "NVSHMEM: " : "; NVSHMEM: ") + std::string(e.what());
-  }
+// NVSHMEM's on-stream call beside an on-stream row (with_nvshmem: a failure becomes a note).
+row with_nvshmem_on_stream(context& ctx, row r, const coll_case& c) {
+  if (c.mode != coll_mode::stream) return r;
+  return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) {
+    attach_nvshmem_coll(ctx, x, c.op, peer.measure_coll(ctx, c.op, c.bytes, coll_mode::stream));
+  });
 }
 
 template <typename T>
@@ -128,9 +125,7 @@ void run_coll(context& ctx) {
     if (op == collective::barrier) {
       for (coll_mode mode : modes) {
         const coll_case c{.op = op, .bytes = 0, .mode = mode, .force = std::nullopt};
-        row r = coll_row(ctx, c, measure_coll(ctx, c));
-        attach_nvshmem_on_stream(ctx, r, c);
-        out.add(std::move(r));
+        out.add(with_nvshmem_on_stream(ctx, coll_row(ctx, c, measure_coll(ctx, c)), c));
       }
       continue;
     }
@@ -150,8 +145,7 @@ void run_coll(context& ctx) {
         const coll_case c{.op = op, .bytes = bytes, .mode = mode, .force = std::nullopt};
         row r = coll_row(ctx, c, measure_coll(ctx, c));
         if (with_nccl) attach_nccl_coll(ctx, r, op, nccl);
-        attach_nvshmem_on_stream(ctx, r, c);
-        out.add(std::move(r));
+        out.add(with_nvshmem_on_stream(ctx, std::move(r), c));
       }
     }
   }

@@ -42,8 +42,8 @@ namespace {
 constexpr suite kSuites[] = {
     {"p2p",
      "point-to-point: put/get bandwidth over sizes and CTA counts, on-stream put/get, ping-pong, "
-     "fetch_add and barrier latency; NCCL send/recv beside",
-     2, true, false, run_p2p},
+     "fetch_add and barrier latency; NCCL send/recv and NVSHMEM's same calls beside",
+     2, true, true, run_p2p},
     {"coll",
      "collectives of the world team over sizes: on-stream loop, CUDA graph replay, in-kernel grid and block "
      "scope; the model's algorithm, bus bandwidth, NCCL's same operation (and NVSHMEM's on a stream) beside",

@@ -2,6 +2,7 @@
 // (block scope), one warp and one thread for small sizes, the stream-ordered (copy engine) forms, then
 // latencies: p and put_signal ping-pong, fetch_add round trip, barriers. NCCL send/recv beside every put.
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include "suites.hpp"
@@ -68,6 +69,31 @@ peer_figure peer_of(const row& r, const measurement& m) {
 void attach_nccl(row& r, const measurement& nccl) { r.nccl = peer_of(r, nccl); }
 void attach_nvshmem(row& r, const measurement& nvshmem) { r.nvshmem = peer_of(r, nvshmem); }
 
+row with_nvshmem(context& ctx, row r, const std::function<void(nvshmem_peer&, row&)>& attach) {
+  if (ctx.nvshmem == nullptr) return r;
+  try {
+    attach(*ctx.nvshmem, r);
+  } catch (const std::exception& e) {
+    r.note += (r.note.empty() ? "NVSHMEM: " : "; NVSHMEM: ") + std::string(e.what());
+  }
+  return r;
+}
+
+row with_nvshmem_rma(context& ctx, row r) {
+  return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) {
+    const rma_case c{.dir = x.op == "get" ? rma_dir::get : rma_dir::put,
+                     .scope = scope_kind::block,
+                     .bytes = x.bytes,
+                     .ctas = x.ctas,
+                     .threads = x.threads};
+    attach_nvshmem(x, peer.measure_device_rma(ctx, c));
+  });
+}
+
+row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure) {
+  return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) { attach_nvshmem(x, measure(peer)); });
+}
+
 measurement one_way(const measurement& round_trip) {
   measurement m = round_trip;
   m.t.median_us /= 2;
@@ -130,7 +156,7 @@ void run_p2p(context& ctx) {
     for (std::uint64_t bytes : sizes) {
       for (int n : ctas) {
         const rma_case c{.dir = dir, .scope = scope_kind::block, .bytes = bytes, .ctas = n, .threads = ctx.opt.threads};
-        row r = device_rma_row(ctx, c, measure_device_rma(ctx, c));
+        row r = with_nvshmem_rma(ctx, device_rma_row(ctx, c, measure_device_rma(ctx, c)));
         out.add(dir == rma_dir::put ? with_nccl(std::move(r)) : std::move(r));
       }
     }
@@ -169,18 +195,22 @@ void run_p2p(context& ctx) {
   }
 
   out.section("latency: ping-pong PE 0 <-> PE 1 (one-way), fetch_add round trip, barriers");
-  out.add(pingpong_row(pingpong_kind::p, scope_kind::thread, 8,
-                       measure_pingpong(ctx, pingpong_kind::p, scope_kind::thread, 8)));
+  auto pingpong = [&](pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
+    return with_nvshmem_latency(ctx, pingpong_row(kind, scope, bytes, measure_pingpong(ctx, kind, scope, bytes)),
+                                [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, kind, scope, bytes)); });
+  };
+  out.add(pingpong(pingpong_kind::p, scope_kind::thread, 8));
   std::vector<std::uint64_t> signal_sizes;
   for (std::uint64_t bytes : ctx.opt.sizes.empty() ? kSignalSizes : ctx.opt.sizes)
     if (bytes <= kSmallScopeMax) signal_sizes.push_back(bytes);
   for (scope_kind scope : {scope_kind::thread, scope_kind::warp})
-    for (std::uint64_t bytes : signal_sizes)
-      out.add(pingpong_row(pingpong_kind::put_signal, scope, bytes,
-                           measure_pingpong(ctx, pingpong_kind::put_signal, scope, bytes)));
-  out.add(fetch_add_row(measure_fetch_add(ctx)));
-  out.add(barrier_row(true, measure_barrier_on_stream(ctx)));
-  out.add(barrier_row(false, measure_barrier_in_kernel(ctx)));
+    for (std::uint64_t bytes : signal_sizes) out.add(pingpong(pingpong_kind::put_signal, scope, bytes));
+  out.add(with_nvshmem_latency(ctx, fetch_add_row(measure_fetch_add(ctx)),
+                               [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }));
+  out.add(with_nvshmem_latency(ctx, barrier_row(true, measure_barrier_on_stream(ctx)),
+                               [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }));
+  out.add(with_nvshmem_latency(ctx, barrier_row(false, measure_barrier_in_kernel(ctx)),
+                               [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }));
 }
 
 }  // namespace shoal::perf

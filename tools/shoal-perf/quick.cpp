@@ -86,9 +86,10 @@ void run_quick_collectives(context& ctx) {
   auto beside = [&](row r, collective op, const std::optional<measurement>& nccl) {
     if (nccl) attach_nccl_coll(ctx, r, op, *nccl);
     const auto mode = r.scope == "block" ? coll_mode::block : coll_mode::stream;
-    if (ctx.nvshmem != nullptr && r.scope != "graph" && r.scope != "grid" && nvshmem_peer::has(op, mode))
-      attach_nvshmem_coll(ctx, r, op, ctx.nvshmem->measure_coll(ctx, op, r.bytes, mode));
-    return r;
+    if (r.scope == "graph" || r.scope == "grid" || !nvshmem_peer::has(op, mode)) return r;
+    return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) {
+      attach_nvshmem_coll(ctx, x, op, peer.measure_coll(ctx, op, x.bytes, mode));
+    });
   };
 
   out.section(fmt::format("quick: headline collective rows of TARGETS.md (world team of {} PEs, bfloat16 sum; "
@@ -145,22 +146,6 @@ void run_quick(context& ctx) {
     if (ctx.nccl != nullptr) attach_nccl(r, nccl);
     return r;
   };
-  // NVSHMEM's block-scope put or get of the row's size and shape.
-  auto with_nvshmem = [&](row r) {
-    if (ctx.nvshmem == nullptr) return r;
-    const rma_case c{.dir = r.op == "get" ? rma_dir::get : rma_dir::put,
-                     .scope = scope_kind::block,
-                     .bytes = r.bytes,
-                     .ctas = r.ctas,
-                     .threads = r.threads};
-    attach_nvshmem(r, ctx.nvshmem->measure_device_rma(ctx, c));
-    return r;
-  };
-  // NVSHMEM's figure of a latency row, when this build has it.
-  auto nvshmem_latency = [&](row r, auto measure) {
-    if (ctx.nvshmem != nullptr) attach_nvshmem(r, measure(*ctx.nvshmem));
-    return r;
-  };
   auto put = [&](std::uint64_t bytes, int ctas) {
     const rma_case c{.dir = rma_dir::put, .scope = scope_kind::block, .bytes = bytes, .ctas = ctas, .threads = ctx.opt.threads};
     return device_rma_row(ctx, c, measure_device_rma(ctx, c));
@@ -176,11 +161,12 @@ void run_quick(context& ctx) {
   };
 
   out.section("quick: headline rows of TARGETS.md (PE 0 -> PE 1)", true);
-  out.add(aimed(with_nvshmem(beside(put(k256M, 32), nccl_256M)), "put_256M_32"));
-  out.add(aimed(with_nvshmem(beside(put(k256M, 132), nccl_256M)), "put_256M_16to132"));
-  out.add(aimed(with_nvshmem(beside(best_put(ctx, k1M, {8, 16, 32, 66}, {ctx.opt.threads}), nccl_1M)), "put_1M"));
-  out.add(aimed(with_nvshmem(best_put(ctx, k64K, {4, 8, 16, 32, 66, 132}, {256, 512, 1024})), "put_64K"));
-  for (int n : {16, 32, 132}) out.add(aimed(with_nvshmem(get(k256M, n)), "get_256M"));
+  out.add(aimed(with_nvshmem_rma(ctx, beside(put(k256M, 32), nccl_256M)), "put_256M_32"));
+  out.add(aimed(with_nvshmem_rma(ctx, beside(put(k256M, 132), nccl_256M)), "put_256M_16to132"));
+  out.add(
+      aimed(with_nvshmem_rma(ctx, beside(best_put(ctx, k1M, {8, 16, 32, 66}, {ctx.opt.threads}), nccl_1M)), "put_1M"));
+  out.add(aimed(with_nvshmem_rma(ctx, best_put(ctx, k64K, {4, 8, 16, 32, 66, 132}, {256, 512, 1024})), "put_64K"));
+  for (int n : {16, 32, 132}) out.add(aimed(with_nvshmem_rma(ctx, get(k256M, n)), "get_256M"));
   for (int n : {32, 132}) out.add(aimed(beside(grid_rma(rma_dir::put, k256M, n), nccl_256M), "put_256M_16to132"));
   for (int n : {32, 132}) out.add(aimed(grid_rma(rma_dir::get, k256M, n), "get_256M"));
   out.add(aimed(beside(stream_rma_row(ctx, rma_dir::put, k256M, measure_stream_rma(ctx, rma_dir::put, k256M)), nccl_256M),
@@ -197,18 +183,19 @@ void run_quick(context& ctx) {
         pingpong_case{pingpong_kind::put_signal, scope_kind::thread, 8, "put_signal_8B_thread"},
         pingpong_case{pingpong_kind::put_signal, scope_kind::warp, 4096, "put_signal_4K_warp"}}) {
     const row r = pingpong_row(c.kind, c.scope, c.bytes, measure_pingpong(ctx, c.kind, c.scope, c.bytes));
-    out.add(aimed(
-        nvshmem_latency(r, [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, c.kind, c.scope, c.bytes)); }),
-        c.target_key));
+    out.add(
+        aimed(with_nvshmem_latency(
+                  ctx, r, [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, c.kind, c.scope, c.bytes)); }),
+              c.target_key));
   }
-  out.add(aimed(
-      nvshmem_latency(fetch_add_row(measure_fetch_add(ctx)), [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }),
-      "fetch_add_round_trip"));
-  out.add(aimed(nvshmem_latency(barrier_row(true, measure_barrier_on_stream(ctx)),
-                                [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }),
+  out.add(aimed(with_nvshmem_latency(ctx, fetch_add_row(measure_fetch_add(ctx)),
+                                     [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }),
+                "fetch_add_round_trip"));
+  out.add(aimed(with_nvshmem_latency(ctx, barrier_row(true, measure_barrier_on_stream(ctx)),
+                                     [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }),
                 "barrier_on_stream"));
-  out.add(aimed(nvshmem_latency(barrier_row(false, measure_barrier_in_kernel(ctx)),
-                                [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }),
+  out.add(aimed(with_nvshmem_latency(ctx, barrier_row(false, measure_barrier_in_kernel(ctx)),
+                                     [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }),
                 "barrier_in_kernel"));
 
   // The launch floor of this run (measured at start), for reading on-stream figures against it.

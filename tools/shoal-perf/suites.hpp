@@ -3,11 +3,13 @@
 // (main.cpp) and one function.
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 #include "benches.hpp"
 #include "harness.hpp"
 #include "nccl_peer.hpp"
+#include "nvshmem_peer.hpp"
 #include "report.hpp"
 
 namespace shoal::perf {
@@ -37,6 +39,13 @@ row stream_rma_row(const context& ctx, rma_dir dir, std::uint64_t bytes, const m
 void attach_nccl(row& r, const measurement& nccl);
 // NVSHMEM's figure for the same operation, beside a point-to-point row (a ping-pong's through one_way).
 void attach_nvshmem(row& r, const measurement& nvshmem);
+// Runs `attach(peer)` when this run has NVSHMEM. NVSHMEM is only the comparison: when it fails (its heap
+// cannot hold the buffers, say), the row keeps shoal's figure and its note says why.
+row with_nvshmem(context& ctx, row r, const std::function<void(nvshmem_peer&, row&)>& attach);
+// NVSHMEM's block-scope put or get of the row's size and CTA shape (a put or get row).
+row with_nvshmem_rma(context& ctx, row r);
+// NVSHMEM's figure from `measure`, as the row's (a latency row).
+row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure);
 // A ping-pong's round trip as one way (every time / 2).
 measurement one_way(const measurement& round_trip);
 // Ping-pong: time_us is one-way (round trip / 2).
