@@ -4,7 +4,6 @@
 // In-kernel figures are timed inside the kernel with %globaltimer (ns) after a few warm-up round trips, so
 // neither launch latency nor the skew between the PEs' launches is counted. Stream figures use events.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "benches.hpp"
