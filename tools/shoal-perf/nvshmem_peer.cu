@@ -25,10 +25,16 @@ namespace shoal::perf {
 
 namespace {
 
-void nvshmem_check(int status, const char* call) {
-  if (status != 0)
-    throw std::runtime_error(std::string(call) + " failed with NVSHMEM status " + std::to_string(status));
+void nvshmem_failed(int status, const char* call) {
+  throw std::runtime_error(std::string(call) + " failed with NVSHMEM status " + std::to_string(status));
 }
+
+// As SHOAL_PERF_NCCL: throws naming the call when it returns a non-zero status.
+#define SHOAL_PERF_NVSHMEM(call)                                              \
+  do {                                                                        \
+    const int shoal_perf_nvshmem_ = (call);                                   \
+    if (shoal_perf_nvshmem_ != 0) nvshmem_failed(shoal_perf_nvshmem_, #call); \
+  } while (0)
 
 // NVSHMEM's symmetric size when the user set none: both arenas for a buffer of 512 MiB (the quick suite's
 // largest is 256 MiB; the coll suite's up to this) and room for NVSHMEM's own scratch. Larger buffers are
@@ -238,11 +244,11 @@ std::unique_ptr<nvshmem_peer> nvshmem_peer::open(context& ctx) {
   }
   SHOAL_PERF_CUDA(cudaSetDevice(ctx.world.device()));
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (ctx.pe == 0) nvshmem_check(nvshmemx_get_uniqueid(&id), "nvshmemx_get_uniqueid");
+  if (ctx.pe == 0) SHOAL_PERF_NVSHMEM(nvshmemx_get_uniqueid(&id));
   ctx.world.bootstrap().broadcast(&id, sizeof id, 0);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmem_check(nvshmemx_set_attr_uniqueid_args(ctx.pe, ctx.n_pes, &id, &attr), "nvshmemx_set_attr_uniqueid_args");
-  nvshmem_check(nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr), "nvshmemx_init_attr");
+  SHOAL_PERF_NVSHMEM(nvshmemx_set_attr_uniqueid_args(ctx.pe, ctx.n_pes, &id, &attr));
+  SHOAL_PERF_NVSHMEM(nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr));
   if (nvshmem_my_pe() != ctx.pe || nvshmem_n_pes() != ctx.n_pes)
     throw std::runtime_error("NVSHMEM numbered the PEs differently from shoal");
   auto state = std::make_unique<impl>();
@@ -423,27 +429,22 @@ measurement nvshmem_peer::measure_coll(context& ctx, collective op, std::uint64_
     const auto* src16 = reinterpret_cast<const __nv_bfloat16*>(src);
     switch (op) {
       case collective::reduce:
-        nvshmem_check(nvshmemx_bfloat16_sum_reduce_on_stream(team, dst16, src16, count, ctx.stream),
-                      "nvshmemx_bfloat16_sum_reduce_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_bfloat16_sum_reduce_on_stream(team, dst16, src16, count, ctx.stream));
         break;
       case collective::reducescatter:
-        nvshmem_check(nvshmemx_bfloat16_sum_reducescatter_on_stream(team, dst16, src16, count, ctx.stream),
-                      "nvshmemx_bfloat16_sum_reducescatter_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_bfloat16_sum_reducescatter_on_stream(team, dst16, src16, count, ctx.stream));
         break;
       case collective::fcollect:
-        nvshmem_check(nvshmemx_fcollectmem_on_stream(team, dst, src, bytes, ctx.stream),
-                      "nvshmemx_fcollectmem_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_fcollectmem_on_stream(team, dst, src, bytes, ctx.stream));
         break;
       case collective::alltoall:
-        nvshmem_check(nvshmemx_alltoallmem_on_stream(team, dst, src, bytes, ctx.stream),
-                      "nvshmemx_alltoallmem_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_alltoallmem_on_stream(team, dst, src, bytes, ctx.stream));
         break;
       case collective::broadcast:
-        nvshmem_check(nvshmemx_broadcastmem_on_stream(team, dst, src, bytes, kBroadcastRoot, ctx.stream),
-                      "nvshmemx_broadcastmem_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_broadcastmem_on_stream(team, dst, src, bytes, kBroadcastRoot, ctx.stream));
         break;
       case collective::barrier:
-        nvshmem_check(nvshmemx_barrier_on_stream(team, ctx.stream), "nvshmemx_barrier_on_stream");
+        SHOAL_PERF_NVSHMEM(nvshmemx_barrier_on_stream(team, ctx.stream));
         break;
     }
   };

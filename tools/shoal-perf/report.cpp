@@ -41,10 +41,10 @@ constexpr std::string_view kRowFormat =
     "{:<22} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>6} {:>9} {:>9} {:>6} {:>6}  {}";
 constexpr std::string_view kCollRowFormat =
     "{:<13} {:<6} {:>5} {:<8} {:>10} {:>5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>6} {:>9} {:>8} {:>6} {:>6}  {}";
-
-// shoal's bandwidth over an incumbent's ("-" without one): above 1, shoal is faster.
-std::string ratio_text(double ratio) { return std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio); }
 constexpr std::string_view kTargetFormat = "{:<19} {:<5}";
+
+// shoal's figure over an incumbent's ("-" without one): above 1, shoal is ahead.
+std::string ratio_text(double ratio) { return std::isnan(ratio) ? "-" : fmt::format("{:.2f}", ratio); }
 
 constexpr std::string_view kCollectiveOps[] = {"reduce", "reducescatter", "fcollect", "alltoall", "broadcast", "barrier"};
 
