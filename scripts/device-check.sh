@@ -6,7 +6,9 @@
 # PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_PES (PEs of the perf run,
 # default 2; e.g. PES="1 2 4 8" PERF_PES=8 PERF_SUITE=coll on a machine of 8 GPUs), PES (PE counts of the
 # test tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
-# without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host).
+# without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host),
+# MPS (auto: a run with more PEs than GPUs shares them through a private MPS daemon when the driver has one;
+# 0: never, so PEs sharing a GPU take turns on it; see docs/getting-started.md, "More PEs than GPUs").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -27,6 +29,48 @@ fi
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 { nvidia-smi -L; nvidia-smi topo -m; } > "$OUT/machine.txt" 2>&1
 
+# More PEs than GPUs: without MPS the processes on one GPU take turns on it (time slices of milliseconds), so
+# every wait on a peer costs a slice. A private MPS daemon lets them run at once; each PE is held to its share
+# of the SMs so that kernels waiting for a peer cannot fill the SMs the peer's kernels need.
+mps_dir=""
+mps_start() {
+  [ "${MPS:-auto}" != 0 ] && [ -z "$mps_dir" ] && command -v nvidia-cuda-mps-control > /dev/null || return
+  mps_dir=$(mktemp -d /tmp/shoal-mps.XXXXXX)
+  mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+  if ! CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log nvidia-cuda-mps-control -d; then
+    echo "MPS did not start; PEs sharing a GPU will take turns on it" >> "$OUT/machine.txt"
+    rm -rf "$mps_dir"; mps_dir=""; return
+  fi
+  trap mps_stop EXIT
+}
+mps_stop() {
+  [ -n "$mps_dir" ] || return
+  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control > /dev/null 2>&1
+  cat "$mps_dir"/log/*.log > "$OUT/mps.log" 2>/dev/null
+  rm -rf "$mps_dir"; mps_dir=""
+}
+pes_per_gpu() { echo $(( ($1 + gpus - 1) / (gpus > 0 ? gpus : 1) )); }
+# shoalrun -n N ... with the environment for N PEs on this machine's GPUs (MPS when they share one).
+launch() {
+  local n=$1; shift
+  local per_gpu=$(pes_per_gpu "$n")
+  if [ "$per_gpu" -gt 1 ] && [ -n "$mps_dir" ]; then
+    CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / per_gpu)) \
+      "$BUILD/bin/shoalrun" -n "$n" "$@"
+  else
+    "$BUILD/bin/shoalrun" -n "$n" "$@"
+  fi
+}
+# How N PEs share this machine's GPUs, for the summary.
+sharing() {
+  local per_gpu=$(pes_per_gpu "$1")
+  [ "$per_gpu" -le 1 ] && return
+  if [ -n "$mps_dir" ]; then echo ", $per_gpu per GPU (MPS)"; else echo ", $per_gpu per GPU (turns)"; fi
+}
+most_pes=2
+for n in ${PES:-1 2} ${PERF_PES:-2}; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
+[ "$gpus" -ge 1 ] && [ "$(pes_per_gpu $most_pes)" -gt 1 ] && mps_start
+
 summary=()
 record() { summary+=("$(printf '%-28s %-6s %6ss  %s' "$1" "$2" "$3" "$4")"); }
 
@@ -42,19 +86,19 @@ run_step() {  # name log -- command...
 
 for n in ${PES:-1 2}; do
   if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
-    run_step "gpu tests, $n PE" "gpu_tests_${n}pe.log" -- "$BUILD/bin/shoalrun" -n $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+    run_step "gpu tests, $n PE$(sharing $n)" "gpu_tests_${n}pe.log" -- launch $n --timeout 480 -- "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   fi
 done
 
 if [ -x "$BUILD/bin/ring_exchange" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
-  run_step "example ring_exchange" examples.log -- "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
+  run_step "example ring_exchange" examples.log -- launch 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
 fi
 
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "wait-timeout:timed out after .* waiting for wait_until"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
-  SHOAL_WAIT_TIMEOUT=0.5 "$BUILD/bin/shoalrun" -n 2 --timeout 60 -- "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1
+  SHOAL_WAIT_TIMEOUT=0.5 launch 2 --timeout 60 -- "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1
   if grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then record "debug trap: $mode" pass $((SECONDS - start)) "report found"
   else record "debug trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"; fi
 done
@@ -79,7 +123,7 @@ fi
 
 if [ -x "$BUILD/bin/shoal-perf" ] && [ "${SKIP_PERF:-0}" != 1 ]; then
   tag=${PERF_TAG:-perf}
-  run_step "shoal-perf ${PERF_SUITE:-quick}, ${PERF_PES:-2} PEs" "$tag.log" -- "$BUILD/bin/shoalrun" -n "${PERF_PES:-2}" \
+  run_step "shoal-perf ${PERF_SUITE:-quick}, ${PERF_PES:-2} PEs$(sharing ${PERF_PES:-2})" "$tag.log" -- launch "${PERF_PES:-2}" \
     --timeout "${PERF_TIMEOUT:-500}" -- \
     "$BUILD/bin/shoal-perf" ${PERF_SUITE:-quick} --json "$OUT/$tag.jsonl" ${PERF_ARGS:-}
 fi

@@ -174,7 +174,10 @@ TEST(CollTeams, Split2d) {
   SHOAL_REQUIRE_WORLD(1);
   world& w = *the_world();
   const int n = w.n_pes();
+  // Rows of 1 and 2 PEs (2 rows of 2 at 4 PEs, 4 rows of 2 at 8), of half the PEs from 6 up (2 rows of 4
+  // at 8), of all of them, of more than all, and of one short of all (a last row shorter than the others).
   std::vector<int> xranges = {1, 2, n, n + 3};
+  if (n >= 6 && n % 2 == 0) xranges.push_back(n / 2);
   if (n >= 3) xranges.push_back(n - 1);
   std::uint64_t seed = 400;
   for (int xrange : xranges) {

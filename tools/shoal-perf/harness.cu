@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -132,18 +133,29 @@ context::context(shoal::world& w, options o) : world(w), opt(std::move(o)), pe(w
   machine.sm_count = prop.multiProcessorCount;
   machine.l2_bytes = static_cast<std::uint64_t>(prop.l2CacheSize);
 
-  // "NAME xN" when every PE has the same GPU, else each PE's name in order.
-  std::array<char, 128> mine{};
-  std::memcpy(mine.data(), prop.name, std::min(std::strlen(prop.name), mine.size() - 1));
-  std::vector<char> all(mine.size() * static_cast<std::size_t>(n_pes));
-  w.bootstrap().all_gather(mine.data(), all.data(), mine.size());
+  // Which GPU each PE drives: its name for the label, its UUID to tell PEs sharing one GPU apart.
+  struct gpu_of_pe {
+    std::array<char, 112> name{};
+    std::array<char, 16> uuid{};
+  } mine;
+  std::memcpy(mine.name.data(), prop.name, std::min(std::strlen(prop.name), mine.name.size() - 1));
+  std::memcpy(mine.uuid.data(), prop.uuid.bytes, mine.uuid.size());
+  std::vector<gpu_of_pe> all(static_cast<std::size_t>(n_pes));
+  w.bootstrap().all_gather(&mine, all.data(), sizeof mine);
+  std::set<std::array<char, 16>> uuids;
   bool same = true;
-  for (int p = 0; p < n_pes; ++p) same = same && std::strcmp(all.data() + p * mine.size(), mine.data()) == 0;
-  if (same) {
-    machine.label = machine.gpu_name + " x" + std::to_string(n_pes);
-  } else {
-    for (int p = 0; p < n_pes; ++p) machine.label += (p ? " + " : "") + std::string(all.data() + p * mine.size());
+  for (const gpu_of_pe& g : all) {
+    uuids.insert(g.uuid);
+    same = same && std::strcmp(g.name.data(), mine.name.data()) == 0;
   }
+  machine.gpus = static_cast<int>(uuids.size());
+  // "NAME xN" when every PE has the same kind of GPU, else each PE's name in order; "(P PEs)" when they share.
+  if (same) {
+    machine.label = machine.gpu_name + " x" + std::to_string(machine.gpus);
+  } else {
+    for (int p = 0; p < n_pes; ++p) machine.label += (p ? " + " : "") + std::string(all[std::size_t(p)].name.data());
+  }
+  if (machine.gpus < n_pes) machine.label += " (" + std::to_string(n_pes) + " PEs)";
 
   words_ = static_cast<std::uint64_t*>(w.calloc(static_cast<std::size_t>(kWordBarrierCheck + n_pes), sizeof(std::uint64_t)));
   SHOAL_PERF_CUDA(cudaMalloc(&results_, kResultWords * sizeof(std::uint64_t)));

@@ -121,7 +121,8 @@ struct row {
 };
 
 struct machine_info {
-  std::string label;           // "NVIDIA H200 x2": GPU name x PEs
+  std::string label;  // "NVIDIA H200 x2": GPU name x GPUs, "(4 PEs)" after it when PEs share them
+  int gpus = 0;       // distinct GPUs among the PEs; fewer than the PEs when some share one
   std::string gpu_name;
   int sm_count = 0;
   std::uint64_t l2_bytes = 0;

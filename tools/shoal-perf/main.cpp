@@ -151,8 +151,10 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   // Measured on every PE (the loop is collective only through its barriers); PE 0's figure is reported.
   ctx.launch_floor_us = ctx.broadcast(measure_launch_floor(ctx, opt.iters > 0 ? opt.iters : 1000), 0);
 
+  // NCCL takes one rank per GPU and fails its set-up when two share one, so it sits out such runs.
+  const bool pes_share_gpus = ctx.machine.gpus < ctx.n_pes;
   std::unique_ptr<nccl_peer> nccl;
-  if (s.wants_nccl && opt.nccl) nccl = nccl_peer::open(ctx);
+  if (s.wants_nccl && opt.nccl && !pes_share_gpus) nccl = nccl_peer::open(ctx);
   ctx.nccl = nccl.get();
   std::unique_ptr<nvshmem_peer> nvshmem;
   std::string nvshmem_failure;
@@ -182,8 +184,14 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   reporter out(ctx.pe, info, json_path);
   ctx.out = &out;
   out.header();
+  if (pes_share_gpus)
+    out.note(
+        fmt::format("{} PEs share {} GPU(s): a peer's memory is the same GPU's, so no figure here is a link's; "
+                    "NCCL, which needs a GPU per rank, sits out",
+                    ctx.n_pes, ctx.machine.gpus));
   if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
-  else if (!nccl_peer::compiled_in()) out.note("NCCL columns empty: this build has no NCCL (configure with SHOAL_NCCL_ROOT)");
+  else if (!nccl_peer::compiled_in() && !pes_share_gpus)
+    out.note("NCCL columns empty: this build has no NCCL (configure with SHOAL_NCCL_ROOT)");
   if (s.wants_nvshmem && !opt.nvshmem)
     out.note("NVSHMEM columns off (--no-nvshmem)");
   else if (!nvshmem_failure.empty())
