@@ -151,14 +151,16 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   // Measured on every PE (the loop is collective only through its barriers); PE 0's figure is reported.
   ctx.launch_floor_us = ctx.broadcast(measure_launch_floor(ctx, opt.iters > 0 ? opt.iters : 1000), 0);
 
-  // NCCL takes one rank per GPU and fails its set-up when two share one, so it sits out such runs.
+  // When PEs share a GPU the peers sit out: NCCL takes one rank per GPU and fails its set-up, and NVSHMEM
+  // exits the process in its on-stream collectives unless MPS runs, and under MPS can take minutes per row.
+  // Their figures would not be a link's anyway.
   const bool pes_share_gpus = ctx.machine.gpus < ctx.n_pes;
   std::unique_ptr<nccl_peer> nccl;
   if (s.wants_nccl && opt.nccl && !pes_share_gpus) nccl = nccl_peer::open(ctx);
   ctx.nccl = nccl.get();
   std::unique_ptr<nvshmem_peer> nvshmem;
   std::string nvshmem_failure;
-  if (s.wants_nvshmem && opt.nvshmem) {
+  if (s.wants_nvshmem && opt.nvshmem && !pes_share_gpus) {
     // NVSHMEM is only the comparison: when it cannot start, shoal's rows still run, and the table says why.
     try {
       nvshmem = nvshmem_peer::open(ctx);
@@ -186,8 +188,8 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   out.header();
   if (pes_share_gpus)
     out.note(
-        fmt::format("{} PEs share {} GPU(s): a peer's memory is the same GPU's, so no figure here is a link's; "
-                    "NCCL, which needs a GPU per rank, sits out",
+        fmt::format("{} PEs share {} GPU(s): a peer's memory is on the same GPU, so no figure here is a link's; "
+                    "NCCL and NVSHMEM sit out",
                     ctx.n_pes, ctx.machine.gpus));
   if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
   else if (!nccl_peer::compiled_in() && !pes_share_gpus)
@@ -196,7 +198,7 @@ int run(shoal::world& world, const suite& s, const options& opt) {
     out.note("NVSHMEM columns off (--no-nvshmem)");
   else if (!nvshmem_failure.empty())
     out.note("NVSHMEM columns empty: NVSHMEM did not start: " + nvshmem_failure);
-  else if (s.wants_nvshmem && !nvshmem_peer::compiled_in())
+  else if (s.wants_nvshmem && !nvshmem_peer::compiled_in() && !pes_share_gpus)
     out.note("NVSHMEM columns empty: this build has no NVSHMEM (configure with SHOAL_NVSHMEM_ROOT)");
 
   s.run(ctx);
