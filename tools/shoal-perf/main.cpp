@@ -155,6 +155,8 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   // exits the process in its on-stream collectives unless MPS runs, and under MPS can take minutes per row.
   // Their figures would not be a link's anyway.
   const bool pes_share_gpus = ctx.machine.gpus < ctx.n_pes;
+  // A peer on the same GPU is reached through its own memory: the local ceiling is the one to hold figures to.
+  if (pes_share_gpus) ctx.opt.nvlink_ceiling_gbs = ctx.opt.local_ceiling_gbs;
   std::unique_ptr<nccl_peer> nccl;
   if (s.wants_nccl && opt.nccl && !pes_share_gpus) nccl = nccl_peer::open(ctx);
   ctx.nccl = nccl.get();
@@ -182,14 +184,15 @@ int run(shoal::world& world, const suite& s, const options& opt) {
                 .warmup = opt.warmup,
                 .reps = opt.reps,
                 .rotate = opt.rotate,
-                .quiet_each = opt.quiet_each};
+                .quiet_each = opt.quiet_each,
+                .pes_share_gpus = pes_share_gpus};
   reporter out(ctx.pe, info, json_path);
   ctx.out = &out;
   out.header();
   if (pes_share_gpus)
     out.note(
         fmt::format("{} PEs share {} GPU(s): a peer's memory is on the same GPU, so no figure here is a link's; "
-                    "NCCL and NVSHMEM sit out",
+                    "NCCL and NVSHMEM sit out, no target is judged, and the ceiling is local memory's",
                     ctx.n_pes, ctx.machine.gpus));
   if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
   else if (!nccl_peer::compiled_in() && !pes_share_gpus)

@@ -159,6 +159,8 @@ void reporter::add(row r) {
   if (r.aim != nullptr) {
     if (r.status != "ok") {
       r.verdict = r.status;
+    } else if (info_.pes_share_gpus) {
+      r.verdict = "-";
     } else {
       double value = kNaN;
       bool pass = false;
@@ -339,7 +341,9 @@ void reporter::summary() const {
     else if (r.verdict == "miss") ++miss;
     else ++other;
   }
-  if (pass + miss + other > 0) fmt::print("\ntargets: {} pass, {} miss, {} not judged (failed or measurement error)\n", pass, miss, other);
+  if (pass + miss + other > 0)
+    fmt::print("\ntargets: {} pass, {} miss, {} not judged ({})\n", pass, miss, other,
+               info_.pes_share_gpus ? "PEs share a GPU" : "failed or measurement error");
 
   fmt::print("\n{} rows, {} FAILED checks, {} measurement errors\n", rows_.size(), failures(), measurement_errors());
   std::fflush(stdout);

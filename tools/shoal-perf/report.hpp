@@ -28,6 +28,7 @@ struct run_info {
   int warmup = 0, reps = 0;
   bool rotate = true;
   bool quiet_each = false;
+  bool pes_share_gpus = false;  // then no target is judged: TARGETS.md's figures are for a GPU per PE
 };
 
 // "8", "4K", "1M", "1G" (binary units) when exact, else the byte count.
