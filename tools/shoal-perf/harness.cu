@@ -25,15 +25,6 @@ void cuda_failed(cudaError_t status, const char* call, const char* file, int lin
                            cudaGetErrorString(status) + ") at " + file + ":" + std::to_string(line));
 }
 
-const char* to_string(check_result c) {
-  switch (c) {
-    case check_result::ok: return "ok";
-    case check_result::failed: return "FAILED";
-    case check_result::not_checked: return "-";
-  }
-  return "?";
-}
-
 timing summarize(std::vector<double> v) {
   timing t;
   if (v.empty()) return t;

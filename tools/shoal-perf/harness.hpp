@@ -70,7 +70,7 @@ struct options {
 
 // What happened to a row's correctness check.
 enum class check_result { ok, failed, not_checked };
-const char* to_string(check_result c);
+const char* to_string(check_result c);  // "ok", "FAILED", "-" (report.cpp)
 
 // Per-operation times of one measurement, one sample per timed batch.
 struct timing {

@@ -50,6 +50,18 @@ constexpr std::string_view kCollectiveOps[] = {"reduce", "reducescatter", "fcoll
 
 }  // namespace
 
+const char* to_string(check_result c) {
+  switch (c) {
+    case check_result::ok:
+      return "ok";
+    case check_result::failed:
+      return "FAILED";
+    case check_result::not_checked:
+      return "-";
+  }
+  return "?";
+}
+
 bool is_collective_op(std::string_view op) {
   return std::find(std::begin(kCollectiveOps), std::end(kCollectiveOps), op) != std::end(kCollectiveOps);
 }
@@ -268,7 +280,6 @@ void reporter::add(row r) {
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), json_);
     std::fflush(json_);  // a run cut short (a timeout) keeps the rows it measured
-    std::fflush(json_);
   }
   rows_.push_back(std::move(r));
 }

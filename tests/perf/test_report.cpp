@@ -1,0 +1,154 @@
+// shoal-perf's reporter: what it makes of a row. A figure above the ceiling is no result, a failed check
+// outranks everything, targets give pass or miss (and none when PEs share a GPU), collectives are held to
+// the ceiling by their bus bandwidth, and every JSON row carries the run.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "report.hpp"
+#include "targets.hpp"
+
+namespace {
+
+using namespace shoal::perf;
+
+run_info a_run(int n_pes, bool pes_share_gpus = false) {
+  return run_info{.suite = "quick",
+                  .machine = pes_share_gpus ? "NVIDIA H200 x1 (8 PEs)" : "NVIDIA H200 x2",
+                  .date = "2026-12-01T00:00:00Z",
+                  .commit = "0123456789ab",
+                  .shoal_version = "0.1.0",
+                  .n_pes = n_pes,
+                  .launch_floor_us = 4.2,
+                  .warmup = 1,
+                  .reps = 3,
+                  .pes_share_gpus = pes_share_gpus};
+}
+
+row a_put(double gbs, check_result check = check_result::ok) {
+  row r;
+  r.op = "put";
+  r.scope = "block";
+  r.metric = "bandwidth";
+  r.bytes = 1 << 20;
+  r.t.median_us = double(r.bytes) / (gbs * 1e3);
+  r.bandwidth_gbs = gbs;
+  r.ceiling_gbs = 400;
+  r.check = check;
+  return r;
+}
+
+row an_allreduce(double algbw_gbs) {
+  row r = a_put(algbw_gbs);
+  r.op = "reduce";
+  r.scope = "stream";
+  return r;
+}
+
+// PE 1 neither prints nor writes, but judges every row as PE 0 does.
+const row& judged(reporter& out, row r) {
+  out.add(std::move(r));
+  return out.rows().back();
+}
+
+TEST(PerfReport, FigureAboveTheCeilingIsAMeasurementError) {
+  reporter out(1, a_run(2), "");
+  const row& r = judged(out, a_put(450));
+  EXPECT_EQ(r.status, "measurement error");
+  EXPECT_TRUE(std::isnan(r.bandwidth_gbs));
+  EXPECT_NE(r.note.find("above the 400 GB/s ceiling"), std::string::npos) << r.note;
+  EXPECT_EQ(judged(out, a_put(390)).status, "ok");
+  EXPECT_EQ(out.measurement_errors(), 1);
+}
+
+TEST(PerfReport, CollectivesAreHeldToTheCeilingByBusBandwidth) {
+  // All-reduce bus bandwidth = algbw x 2(n-1)/n: 300 GB/s is 300 bus at 2 PEs but 525 at 8.
+  reporter two(1, a_run(2), "");
+  EXPECT_EQ(judged(two, an_allreduce(300)).status, "ok");
+  reporter eight(1, a_run(8), "");
+  EXPECT_EQ(judged(eight, an_allreduce(300)).status, "measurement error");
+  EXPECT_DOUBLE_EQ(bus_factor("reduce", 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_factor("alltoall", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor("broadcast", 8), 1.0);
+  EXPECT_TRUE(std::isnan(bus_factor("put", 2)));
+}
+
+TEST(PerfReport, FailedCheckOutranksEverything) {
+  reporter out(1, a_run(2), "");
+  row r = a_put(450, check_result::failed);  // above the ceiling too
+  r.aim = &find_target("put_1M");
+  const row& got = judged(out, r);
+  EXPECT_EQ(got.status, "FAILED");
+  EXPECT_EQ(got.verdict, "FAILED");
+  EXPECT_EQ(out.failures(), 1);
+
+  row nccl_failed = a_put(300);
+  nccl_failed.nccl.check = check_result::failed;
+  EXPECT_EQ(judged(out, nccl_failed).status, "NCCL FAILED");
+  EXPECT_EQ(out.failures(), 2);
+}
+
+TEST(PerfReport, TargetsGivePassOrMiss) {
+  reporter out(1, a_run(2), "");
+  const target& put_1m = find_target("put_1M");  // >= 330 GB/s
+  row fast = a_put(335), slow = a_put(320);
+  fast.aim = slow.aim = &put_1m;
+  EXPECT_EQ(judged(out, fast).verdict, "pass");
+  EXPECT_EQ(judged(out, slow).verdict, "miss");
+
+  row p = a_put(1);  // a latency row: judged on its time
+  p.op = "p_pingpong";
+  p.metric = "latency";
+  p.bandwidth_gbs = kNaN;
+  p.aim = &find_target("p_one_way");  // <= 0.75 us
+  p.t.median_us = 0.70;
+  EXPECT_EQ(judged(out, p).verdict, "pass");
+  p.t.median_us = 0.80;
+  EXPECT_EQ(judged(out, p).verdict, "miss");
+}
+
+TEST(PerfReport, NoTargetIsJudgedWhenPesShareAGpu) {
+  reporter out(1, a_run(8, /*pes_share_gpus=*/true), "");
+  row r = a_put(335);
+  r.aim = &find_target("put_1M");
+  const row& got = judged(out, r);
+  EXPECT_EQ(got.status, "ok");
+  EXPECT_EQ(got.verdict, "-");
+}
+
+TEST(PerfReport, JsonRowsCarryTheRun) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("shoal_perf_report_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".jsonl");
+  {
+    reporter out(0, a_run(2), path.string());
+    row ok = a_put(300);
+    ok.aim = &find_target("put_1M");
+    out.add(ok);
+    out.add(a_put(450));
+  }
+  std::ifstream in(path);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  std::filesystem::remove(path);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& j : rows) {
+    EXPECT_EQ(j["machine"], "NVIDIA H200 x2");
+    EXPECT_EQ(j["commit"], "0123456789ab");
+    EXPECT_EQ(j["n_pes"], 2);
+    EXPECT_EQ(j["suite"], "quick");
+  }
+  EXPECT_DOUBLE_EQ(rows[0]["bandwidth_gbs"].get<double>(), 300);
+  EXPECT_EQ(rows[0]["verdict"], "miss");
+  EXPECT_EQ(rows[0]["target_key"], "put_1M");
+  EXPECT_TRUE(rows[1]["bandwidth_gbs"].is_null());
+  EXPECT_EQ(rows[1]["status"], "measurement error");
+}
+
+}  // namespace
