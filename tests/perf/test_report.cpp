@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "report.hpp"
 #include "targets.hpp"
 
@@ -124,8 +126,7 @@ TEST(PerfReport, NoTargetIsJudgedWhenPesShareAGpu) {
 
 TEST(PerfReport, JsonRowsCarryTheRun) {
   const std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("shoal_perf_report_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".jsonl");
+      std::filesystem::temp_directory_path() / ("shoal_perf_report_" + std::to_string(::getpid()) + ".jsonl");
   {
     reporter out(0, a_run(2), path.string());
     row ok = a_put(300);
