@@ -1,5 +1,6 @@
-// Device-side checks. With SHOAL_DEBUG defined (the debug preset defines it), argument checks print
-// file, line, PE and the bad value, then trap; without it they compile to nothing.
+// Device-side checks. With SHOAL_DEBUG defined (the debug preset defines it for shoal's own targets; define
+// it in your own kernels' translation units), argument checks print file, line, PE and the bad value, then
+// trap; without it they compile to nothing.
 #pragma once
 
 #include <cstdio>
