@@ -29,47 +29,12 @@ fi
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 { nvidia-smi -L; nvidia-smi topo -m; } > "$OUT/machine.txt" 2>&1
 
-# More PEs than GPUs: without MPS the processes on one GPU take turns on it (time slices of milliseconds), so
-# every wait on a peer costs a slice. A private MPS daemon lets them run at once; each PE is held to its share
-# of the SMs so that kernels waiting for a peer cannot fill the SMs the peer's kernels need.
-mps_dir=""
-mps_start() {
-  [ "${MPS:-auto}" != 0 ] && [ -z "$mps_dir" ] && command -v nvidia-cuda-mps-control > /dev/null || return
-  mps_dir=$(mktemp -d /tmp/shoal-mps.XXXXXX)
-  mkdir -p "$mps_dir/pipe" "$mps_dir/log"
-  if ! CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log nvidia-cuda-mps-control -d; then
-    echo "MPS did not start; PEs sharing a GPU will take turns on it" >> "$OUT/machine.txt"
-    rm -rf "$mps_dir"; mps_dir=""; return
-  fi
-  trap mps_stop EXIT
-}
-mps_stop() {
-  [ -n "$mps_dir" ] || return
-  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control > /dev/null 2>&1
-  cat "$mps_dir"/log/*.log > "$OUT/mps.log" 2>/dev/null
-  rm -rf "$mps_dir"; mps_dir=""
-}
-pes_per_gpu() { echo $(( ($1 + gpus - 1) / (gpus > 0 ? gpus : 1) )); }
-# shoalrun -n N ... with the environment for N PEs on this machine's GPUs (MPS when they share one).
-launch() {
-  local n=$1; shift
-  local per_gpu=$(pes_per_gpu "$n")
-  if [ "$per_gpu" -gt 1 ] && [ -n "$mps_dir" ]; then
-    CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / per_gpu)) \
-      "$BUILD/bin/shoalrun" -n "$n" "$@"
-  else
-    "$BUILD/bin/shoalrun" -n "$n" "$@"
-  fi
-}
-# How N PEs share this machine's GPUs, for the summary.
-sharing() {
-  local per_gpu=$(pes_per_gpu "$1")
-  [ "$per_gpu" -le 1 ] && return
-  if [ -n "$mps_dir" ]; then echo ", $per_gpu per GPU (MPS)"; else echo ", $per_gpu per GPU (turns)"; fi
-}
+SHOALRUN=$BUILD/bin/shoalrun
+source scripts/gpu-sharing.sh
+trap mps_stop EXIT
 most_pes=2
 for n in ${PES:-1 2} ${PERF_PES:-2}; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
-[ "$gpus" -ge 1 ] && [ "$(pes_per_gpu $most_pes)" -gt 1 ] && mps_start
+mps_start_for $most_pes
 
 summary=()
 record() { summary+=("$(printf '%-28s %-6s %6ss  %s' "$1" "$2" "$3" "$4")"); }
@@ -102,7 +67,7 @@ fi
   if grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then record "debug trap: $mode" pass $((SECONDS - start)) "report found"
   else record "debug trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"; fi
 done
-cat "$OUT"/probe_*.txt > "$OUT/probes.log" && rm -f "$OUT"/probe_*.txt
+cat "$OUT"/probe_*.txt > "$OUT/probes.log" 2>/dev/null && rm -f "$OUT"/probe_*.txt
 
 # A PE that vanishes while the other puts to it across (emulated) nodes: the survivor must get an error
 # naming it, within the wait timeout, and the launcher must exit non-zero. Needs UCX (CARRIED_UCX or the
