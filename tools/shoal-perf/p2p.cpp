@@ -90,10 +90,6 @@ row with_nvshmem_rma(context& ctx, row r) {
   });
 }
 
-row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure) {
-  return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) { attach_nvshmem(x, measure(peer)); });
-}
-
 measurement one_way(const measurement& round_trip) {
   measurement m = round_trip;
   m.t.median_us /= 2;
@@ -132,6 +128,31 @@ row barrier_row(bool on_stream, const measurement& m) {
     r.threads = 32;
   }
   return r;
+}
+
+namespace {
+// NVSHMEM's figure from `measure`, as the row's (a latency row).
+row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure) {
+  return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) { attach_nvshmem(x, measure(peer)); });
+}
+}  // namespace
+
+row measured_pingpong_row(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
+  return with_nvshmem_latency(ctx, pingpong_row(kind, scope, bytes, measure_pingpong(ctx, kind, scope, bytes)),
+                              [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, kind, scope, bytes)); });
+}
+
+row measured_fetch_add_row(context& ctx) {
+  return with_nvshmem_latency(ctx, fetch_add_row(measure_fetch_add(ctx)),
+                              [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); });
+}
+
+row measured_barrier_row(context& ctx, bool on_stream) {
+  if (on_stream)
+    return with_nvshmem_latency(ctx, barrier_row(true, measure_barrier_on_stream(ctx)),
+                                [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); });
+  return with_nvshmem_latency(ctx, barrier_row(false, measure_barrier_in_kernel(ctx)),
+                              [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); });
 }
 
 void run_p2p(context& ctx) {
@@ -195,22 +216,16 @@ void run_p2p(context& ctx) {
   }
 
   out.section("latency: ping-pong PE 0 <-> PE 1 (one-way), fetch_add round trip, barriers");
-  auto pingpong = [&](pingpong_kind kind, scope_kind scope, std::uint64_t bytes) {
-    return with_nvshmem_latency(ctx, pingpong_row(kind, scope, bytes, measure_pingpong(ctx, kind, scope, bytes)),
-                                [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, kind, scope, bytes)); });
-  };
-  out.add(pingpong(pingpong_kind::p, scope_kind::thread, 8));
+  out.add(measured_pingpong_row(ctx, pingpong_kind::p, scope_kind::thread, 8));
   std::vector<std::uint64_t> signal_sizes;
   for (std::uint64_t bytes : ctx.opt.sizes.empty() ? kSignalSizes : ctx.opt.sizes)
     if (bytes <= kSmallScopeMax) signal_sizes.push_back(bytes);
   for (scope_kind scope : {scope_kind::thread, scope_kind::warp})
-    for (std::uint64_t bytes : signal_sizes) out.add(pingpong(pingpong_kind::put_signal, scope, bytes));
-  out.add(with_nvshmem_latency(ctx, fetch_add_row(measure_fetch_add(ctx)),
-                               [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }));
-  out.add(with_nvshmem_latency(ctx, barrier_row(true, measure_barrier_on_stream(ctx)),
-                               [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }));
-  out.add(with_nvshmem_latency(ctx, barrier_row(false, measure_barrier_in_kernel(ctx)),
-                               [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }));
+    for (std::uint64_t bytes : signal_sizes)
+      out.add(measured_pingpong_row(ctx, pingpong_kind::put_signal, scope, bytes));
+  out.add(measured_fetch_add_row(ctx));
+  out.add(measured_barrier_row(ctx, true));
+  out.add(measured_barrier_row(ctx, false));
 }
 
 }  // namespace shoal::perf

@@ -182,21 +182,11 @@ void run_quick(context& ctx) {
        {pingpong_case{pingpong_kind::p, scope_kind::thread, 8, "p_one_way"},
         pingpong_case{pingpong_kind::put_signal, scope_kind::thread, 8, "put_signal_8B_thread"},
         pingpong_case{pingpong_kind::put_signal, scope_kind::warp, 4096, "put_signal_4K_warp"}}) {
-    const row r = pingpong_row(c.kind, c.scope, c.bytes, measure_pingpong(ctx, c.kind, c.scope, c.bytes));
-    out.add(
-        aimed(with_nvshmem_latency(
-                  ctx, r, [&](nvshmem_peer& n) { return one_way(n.measure_pingpong(ctx, c.kind, c.scope, c.bytes)); }),
-              c.target_key));
+    out.add(aimed(measured_pingpong_row(ctx, c.kind, c.scope, c.bytes), c.target_key));
   }
-  out.add(aimed(with_nvshmem_latency(ctx, fetch_add_row(measure_fetch_add(ctx)),
-                                     [&](nvshmem_peer& n) { return n.measure_fetch_add(ctx); }),
-                "fetch_add_round_trip"));
-  out.add(aimed(with_nvshmem_latency(ctx, barrier_row(true, measure_barrier_on_stream(ctx)),
-                                     [&](nvshmem_peer& n) { return n.measure_barrier_on_stream(ctx); }),
-                "barrier_on_stream"));
-  out.add(aimed(with_nvshmem_latency(ctx, barrier_row(false, measure_barrier_in_kernel(ctx)),
-                                     [&](nvshmem_peer& n) { return n.measure_barrier_in_kernel(ctx); }),
-                "barrier_in_kernel"));
+  out.add(aimed(measured_fetch_add_row(ctx), "fetch_add_round_trip"));
+  out.add(aimed(measured_barrier_row(ctx, true), "barrier_on_stream"));
+  out.add(aimed(measured_barrier_row(ctx, false), "barrier_in_kernel"));
 
   // The launch floor of this run (measured at start), for reading on-stream figures against it.
   row floor;

@@ -44,13 +44,15 @@ void attach_nvshmem(row& r, const measurement& nvshmem);
 row with_nvshmem(context& ctx, row r, const std::function<void(nvshmem_peer&, row&)>& attach);
 // NVSHMEM's block-scope put or get of the row's size and CTA shape (a put or get row).
 row with_nvshmem_rma(context& ctx, row r);
-// NVSHMEM's figure from `measure`, as the row's (a latency row).
-row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure);
 // A ping-pong's round trip as one way (every time / 2).
 measurement one_way(const measurement& round_trip);
 // Ping-pong: time_us is one-way (round trip / 2).
 row pingpong_row(pingpong_kind kind, scope_kind scope, std::uint64_t bytes, const measurement& m);
 row fetch_add_row(const measurement& m);
 row barrier_row(bool on_stream, const measurement& m);
+// The latency rows measured, with NVSHMEM's same call beside them when the run has it.
+row measured_pingpong_row(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes);
+row measured_fetch_add_row(context& ctx);
+row measured_barrier_row(context& ctx, bool on_stream);
 
 }  // namespace shoal::perf
