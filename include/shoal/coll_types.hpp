@@ -35,6 +35,20 @@ inline constexpr op_tag<reduce_op::bit_or> bit_or{};
 inline constexpr op_tag<reduce_op::bit_xor> bit_xor{};
 }  // namespace op
 
+// The algorithms a device collective compiles. By default a call holds every algorithm and the cost model
+// picks one per call (SHOAL_ALGO_<COLLECTIVE> and team_handle::with_algorithm can force it). A kernel that
+// only ever makes small calls can pass shoal::ll_only as the last argument:
+//   shoal::reduce(shoal::grid, team, shoal::op::sum, dst, src, count, shoal::ll_only)
+// The call then runs LL (flags in the data) at every size and compiles nothing else, which keeps the
+// kernel small: inside a kernel that holds the other algorithms an LL call takes 0.3–0.5 µs longer (perf
+// notes 42, 43 and 50). LL sends twice the bytes, so it is the fastest choice up to a few hundred KiB and
+// correct but slower beyond. Forcing does not apply to these calls. LL reaches the members by load and
+// store only: on a team that spans nodes the call reports that and traps, in every build.
+struct ll_only_t {
+  explicit constexpr ll_only_t() = default;
+};
+inline constexpr ll_only_t ll_only{};
+
 // The element types of the collectives: 8- to 64-bit integers, half, bfloat16, float, double.
 // The standard signed and unsigned integer types and char (not bool, wchar_t or the charN_t types).
 template <typename T>

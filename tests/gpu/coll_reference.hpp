@@ -457,10 +457,11 @@ struct matrix_options {
   reduce_op op = reduce_op::sum;
   bool misaligned = true;  // also run each count at src/dst + 1 element
   bool in_place = true;    // also run reduce and broadcast with dst == src
+  std::vector<std::optional<algorithm>> algorithms;  // empty: algorithms_of(kind)
 };
 
-// Every kind x algorithm (model's choice, then each forced with with_algorithm) x count x layout on team
-// `t`, checked against the reference. Every PE of the world calls.
+// Every kind x algorithm (model's choice, then each forced with with_algorithm; or m.algorithms) x count x
+// layout on team `t`, checked against the reference. Every PE of the world calls.
 template <typename T>
 void run_matrix(const team& t, const matrix_options& m, std::uint64_t seed, const device_launcher<T>& launch) {
   world& w = t.owner();
@@ -472,7 +473,7 @@ void run_matrix(const team& t, const matrix_options& m, std::uint64_t seed, cons
   sym_arena arena(w, 2 * (largest * std::size_t(w.n_pes()) + 2) * sizeof(T) + 4096);
   std::uint64_t case_id = seed * 100000;
   for (coll_kind kind : m.kinds) {
-    for (std::optional<algorithm> algo : algorithms_of(kind)) {
+    for (std::optional<algorithm> algo : m.algorithms.empty() ? algorithms_of(kind) : m.algorithms) {
       for (std::size_t count : m.counts) {
         for (int layout = 0; layout < 3; ++layout) {
           const bool in_place = layout == 2;

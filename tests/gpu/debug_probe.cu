@@ -2,7 +2,9 @@
 // check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout;
 // and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
 // putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
-// Exits 77 (skip) without a GPU, or for peer-dies when PE 1 is reachable by load/store.
+// And ll-only-across-nodes (2 PEs on different nodes): an all-reduce with shoal::ll_only on a team that
+// spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's).
+// Exits 77 (skip) without a GPU, or for the modes across nodes when PE 1 is reachable by load/store.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,10 @@ __global__ void outside_heap_kernel(shoal::device_handle h, int* not_symmetric) 
 
 __global__ void wait_timeout_kernel(shoal::device_handle h, unsigned long long* word) {
   shoal::wait_until(h, word, shoal::cmp::eq, 42ull);  // nobody ever writes 42
+}
+
+__global__ void ll_only_kernel(shoal::team_handle t, float* dst, const float* src) {
+  shoal::reduce(shoal::grid, t, shoal::op::sum, dst, src, 256, shoal::ll_only);
 }
 
 // PE 1 leaves without finalizing (exit status 0, so the launcher does not stop PE 0 first) while PE 0
@@ -70,7 +76,11 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   shoal::world w = shoal::init();
   if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
-  auto* sym = static_cast<int*>(w.calloc(16, sizeof(int)));
+  auto* sym = static_cast<int*>(w.calloc(512, sizeof(int)));
+  if (std::strcmp(mode, "ll-only-across-nodes") == 0 && w.ptr(sym, 1 - w.pe()) != nullptr) {
+    std::printf("SKIP: the other PE is reachable by load/store; run with SHOAL_EMULATE_NODES=2\n");
+    return 77;
+  }
   int* plain = nullptr;
   if (cudaMalloc(&plain, 64) != cudaSuccess) return 2;
   if (std::strcmp(mode, "bad-pe") == 0)
@@ -79,8 +89,11 @@ int main(int argc, char** argv) {
     outside_heap_kernel<<<1, 1>>>(w.device_handle(), plain);
   else if (std::strcmp(mode, "wait-timeout") == 0)
     wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym));
+  else if (std::strcmp(mode, "ll-only-across-nodes") == 0)
+    ll_only_kernel<<<2, 128>>>(shoal::world_team(w).device_handle(), reinterpret_cast<float*>(sym),
+                               reinterpret_cast<const float*>(sym + 256));
   else {
-    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies\n", argv[0]);
+    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies|ll-only-across-nodes\n", argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

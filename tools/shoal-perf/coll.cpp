@@ -70,7 +70,9 @@ void run_coll(context& ctx) {
   reporter& out = *ctx.out;
   const coll_options& settings = coll_settings();
   const std::vector<collective> colls = chosen_or_all<collective>(settings.colls, kCollOrder);
-  const std::vector<coll_mode> modes = chosen_or_all<coll_mode>(settings.modes, kCollModes);
+  const std::vector<coll_mode> modes = settings.modes.empty()
+                                           ? std::vector<coll_mode>(std::begin(kCollModes), std::end(kCollModes))
+                                           : chosen_or_all<coll_mode>(settings.modes, kCollAllModes);
   const bool user_sizes = !ctx.opt.sizes.empty();
   const std::vector<std::uint64_t>& sizes = user_sizes ? ctx.opt.sizes : kDefaultSizes;
   const int n = ctx.n_pes;
@@ -110,7 +112,8 @@ void run_coll(context& ctx) {
   out.note(
       "modes: stream = back-to-back on-stream calls timed with events; graph = the same calls captured once and "
       "replayed; grid / block = N back-to-back calls inside one kernel (grid: the on-stream CTA count; block: "
-      "one CTA), timed in the kernel. Every batch starts after a barrier on the stream; times are the slowest PE's");
+      "one CTA), timed in the kernel; grid_ll = grid with shoal::ll_only (LL alone in the kernel). Every batch starts "
+      "after a barrier on the stream; times are the slowest PE's");
   out.note(fmt::format(
       "algo: the cost model's choice (team_handle::pick; one block on a buffer too large for it runs the large "
       "algorithm), table {}; NCCL: the same operation "
@@ -124,6 +127,7 @@ void run_coll(context& ctx) {
     if (!skipped[i].empty()) out.note(skipped[i]);
     if (op == collective::barrier) {
       for (coll_mode mode : modes) {
+        if (mode == coll_mode::grid_ll) continue;  // the barrier has no ll_only form
         const coll_case c{.op = op, .bytes = 0, .mode = mode, .force = std::nullopt};
         out.add(with_nvshmem_on_stream(ctx, coll_row(ctx, c, measure_coll(ctx, c)), c));
       }

@@ -29,13 +29,17 @@
 namespace shoal::perf {
 
 // How a collective is called: on a stream (a loop of calls), on a stream under CUDA graph replay, or
-// inside one kernel N times at grid scope or at block scope (one CTA).
-enum class coll_mode { stream, graph, grid, block };
+// inside one kernel N times at grid scope or at block scope (one CTA); grid_ll is grid scope with
+// shoal::ll_only (LL alone compiled, at every size; not the barrier).
+enum class coll_mode { stream, graph, grid, block, grid_ll };
 const char* to_string(coll_mode m);
 
 inline constexpr collective kCollOrder[] = {collective::reduce,   collective::reducescatter, collective::fcollect,
                                             collective::alltoall, collective::broadcast,     collective::barrier};
+// The modes `coll` runs unless --modes names others; --modes also takes grid_ll.
 inline constexpr coll_mode kCollModes[] = {coll_mode::stream, coll_mode::graph, coll_mode::grid, coll_mode::block};
+inline constexpr coll_mode kCollAllModes[] = {coll_mode::stream, coll_mode::graph, coll_mode::grid, coll_mode::block,
+                                              coll_mode::grid_ll};
 
 // The reductions run on bfloat16 with sum (one kernel instantiation per collective and scope).
 inline constexpr std::uint64_t kCollElemBytes = 2;

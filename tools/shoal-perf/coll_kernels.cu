@@ -2,8 +2,9 @@
 // collective at grid scope (the CTA count the on-stream form would launch) or at block scope (one CTA),
 // timed inside the kernel; the barrier check's kernels; the local copy of the calibration.
 //
-// One kernel template per collective and scope (12 instantiations; bfloat16 sum for the reductions): each
-// device collective instantiation costs seconds of compile time.
+// One kernel template per collective and scope, and one per collective with shoal::ll_only at grid scope
+// (17 instantiations; bfloat16 sum for the reductions): each device collective instantiation costs seconds
+// of compile time.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -48,8 +49,9 @@ inline constexpr int kLoopThreads = std::is_same_v<Scope, shoal::block_scope> ? 
 
 // Every thread of the grid (or of the one CTA) makes every call. A CTA's calls are timed from its
 // reaching call `warmup` to its end; the kernel's time is the earliest start to the latest end, so CTAs
-// that run ahead on their own channels (grid scope) are counted until the last one finishes.
-template <collective Op, typename Scope>
+// that run ahead on their own channels (grid scope) are counted until the last one finishes. With
+// kLLOnly every call passes shoal::ll_only (no barrier: it has no such form).
+template <collective Op, typename Scope, bool kLLOnly>
 __global__ void __launch_bounds__(kLoopThreads<Scope>) coll_loop_kernel(shoal::team_handle t, loop_args a) {
   constexpr Scope scope{};
   using bf16 = __nv_bfloat16;
@@ -62,28 +64,34 @@ __global__ void __launch_bounds__(kLoopThreads<Scope>) coll_loop_kernel(shoal::t
     }
     std::byte* dst = a.dst + slot * a.stride;
     const std::byte* src = a.src + slot * a.stride;
-    if constexpr (Op == collective::reduce) {
-      shoal::reduce(scope, t, shoal::op::sum, reinterpret_cast<bf16*>(dst), reinterpret_cast<const bf16*>(src),
-                    a.bytes / sizeof(bf16));
-    } else if constexpr (Op == collective::reducescatter) {
-      shoal::reducescatter(scope, t, shoal::op::sum, reinterpret_cast<bf16*>(dst), reinterpret_cast<const bf16*>(src),
-                           a.bytes / sizeof(bf16));
-    } else if constexpr (Op == collective::fcollect) {
-      shoal::fcollect_bytes(scope, t, dst, src, a.bytes);
-    } else if constexpr (Op == collective::alltoall) {
-      shoal::alltoall_bytes(scope, t, dst, src, a.bytes);
-    } else if constexpr (Op == collective::broadcast) {
-      shoal::broadcast_bytes(scope, t, dst, src, a.bytes, kBroadcastRoot);
-    } else {
-      const int pe = t.world.pe, n = t.world.n_pes;
-      const std::uint64_t v = a.first_value + i + 1;
-      if (a.check && Scope::leader()) shoal::p(t.world, a.slots + pe, v, (pe + 1) % n);
-      shoal::barrier(scope, t);  // quiet first: the p above is visible on return
-      if (a.check && Scope::leader()) {
-        const std::uint64_t seen = *static_cast<volatile std::uint64_t*>(a.slots + (pe + n - 1) % n);
-        bad += seen != v && seen != v + 1;
+    auto call = [&](auto... ll_only) {  // the collective, with the trailing shoal::ll_only or without
+      if constexpr (Op == collective::reduce) {
+        shoal::reduce(scope, t, shoal::op::sum, reinterpret_cast<bf16*>(dst), reinterpret_cast<const bf16*>(src),
+                      a.bytes / sizeof(bf16), ll_only...);
+      } else if constexpr (Op == collective::reducescatter) {
+        shoal::reducescatter(scope, t, shoal::op::sum, reinterpret_cast<bf16*>(dst), reinterpret_cast<const bf16*>(src),
+                             a.bytes / sizeof(bf16), ll_only...);
+      } else if constexpr (Op == collective::fcollect) {
+        shoal::fcollect_bytes(scope, t, dst, src, a.bytes, ll_only...);
+      } else if constexpr (Op == collective::alltoall) {
+        shoal::alltoall_bytes(scope, t, dst, src, a.bytes, ll_only...);
+      } else if constexpr (Op == collective::broadcast) {
+        shoal::broadcast_bytes(scope, t, dst, src, a.bytes, kBroadcastRoot, ll_only...);
+      } else {
+        const int pe = t.world.pe, n = t.world.n_pes;
+        const std::uint64_t v = a.first_value + i + 1;
+        if (a.check && Scope::leader()) shoal::p(t.world, a.slots + pe, v, (pe + 1) % n);
+        shoal::barrier(scope, t);  // quiet first: the p above is visible on return
+        if (a.check && Scope::leader()) {
+          const std::uint64_t seen = *static_cast<volatile std::uint64_t*>(a.slots + (pe + n - 1) % n);
+          bad += seen != v && seen != v + 1;
+        }
       }
-    }
+    };
+    if constexpr (kLLOnly)
+      call(shoal::ll_only);
+    else
+      call();
     if (++slot == a.n_slots) slot = 0;
   }
   __syncthreads();
@@ -94,27 +102,30 @@ __global__ void __launch_bounds__(kLoopThreads<Scope>) coll_loop_kernel(shoal::t
   }
 }
 
-template <typename Scope>
+template <typename Scope, bool kLLOnly = false>
 void launch_loop(collective op, unsigned ctas, unsigned threads, cudaStream_t stream, const team_handle& t,
                  const loop_args& a) {
   switch (op) {
     case collective::reduce:
-      coll_loop_kernel<collective::reduce, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      coll_loop_kernel<collective::reduce, Scope, kLLOnly><<<ctas, threads, 0, stream>>>(t, a);
       break;
     case collective::reducescatter:
-      coll_loop_kernel<collective::reducescatter, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      coll_loop_kernel<collective::reducescatter, Scope, kLLOnly><<<ctas, threads, 0, stream>>>(t, a);
       break;
     case collective::fcollect:
-      coll_loop_kernel<collective::fcollect, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      coll_loop_kernel<collective::fcollect, Scope, kLLOnly><<<ctas, threads, 0, stream>>>(t, a);
       break;
     case collective::alltoall:
-      coll_loop_kernel<collective::alltoall, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      coll_loop_kernel<collective::alltoall, Scope, kLLOnly><<<ctas, threads, 0, stream>>>(t, a);
       break;
     case collective::broadcast:
-      coll_loop_kernel<collective::broadcast, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      coll_loop_kernel<collective::broadcast, Scope, kLLOnly><<<ctas, threads, 0, stream>>>(t, a);
       break;
     case collective::barrier:
-      coll_loop_kernel<collective::barrier, Scope><<<ctas, threads, 0, stream>>>(t, a);
+      if constexpr (kLLOnly)
+        throw std::invalid_argument("the barrier has no shoal::ll_only form");
+      else
+        coll_loop_kernel<collective::barrier, Scope, false><<<ctas, threads, 0, stream>>>(t, a);
       break;
   }
   SHOAL_PERF_CUDA(cudaGetLastError());
@@ -145,7 +156,11 @@ coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
   if (c.force) h = h.with_algorithm(c.op, *c.force);
 
   coll_result r;
-  r.algo = c.mode == coll_mode::block ? coll_pick_one_block(h, c.op, c.bytes) : coll_pick(h, c.op, c.bytes);
+  if (c.mode == coll_mode::grid_ll && c.op == collective::barrier)
+    throw std::invalid_argument("the barrier has no shoal::ll_only form (mode grid_ll)");
+  r.algo = c.mode == coll_mode::block     ? coll_pick_one_block(h, c.op, c.bytes)
+           : c.mode == coll_mode::grid_ll ? algorithm::ll
+                                          : coll_pick(h, c.op, c.bytes);
   if (c.mode == coll_mode::block) {
     r.ctas = 1;
     r.threads = kCollBlockThreads;
@@ -192,6 +207,8 @@ coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
     ctx.barrier();
     if (c.mode == coll_mode::block)
       launch_loop<shoal::block_scope>(c.op, unsigned(r.ctas), unsigned(r.threads), ctx.stream, h, a);
+    else if (c.mode == coll_mode::grid_ll)
+      launch_loop<shoal::grid_scope, true>(c.op, unsigned(r.ctas), unsigned(r.threads), ctx.stream, h, a);
     else
       launch_loop<shoal::grid_scope>(c.op, unsigned(r.ctas), unsigned(r.threads), ctx.stream, h, a);
     ctx.barrier();

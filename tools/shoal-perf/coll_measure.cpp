@@ -208,6 +208,8 @@ const char* mode_text(coll_mode m) {
       return "per call, back-to-back calls in one kernel (grid scope)";
     case coll_mode::block:
       return "per call, back-to-back calls in one kernel (one block)";
+    case coll_mode::grid_ll:
+      return "per call, back-to-back calls in one kernel (grid scope, shoal::ll_only)";
   }
   return "?";
 }
@@ -260,6 +262,8 @@ const char* to_string(coll_mode m) {
       return "grid";
     case coll_mode::block:
       return "block";
+    case coll_mode::grid_ll:
+      return "grid_ll";
   }
   return "?";
 }

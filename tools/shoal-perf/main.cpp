@@ -265,9 +265,11 @@ int main(int argc, char** argv) {
                    "collectives to run, e.g. reduce,alltoall (default: reduce,reducescatter,fcollect,alltoall,"
                    "broadcast,barrier)")
       ->delimiter(',');
-  coll->add_option("--modes", mode_texts,
-                   "ways to call them: stream (on-stream loop), graph (CUDA graph replay), grid, block (back-to-back "
-                   "calls in one kernel); default: all")
+  coll->add_option(
+          "--modes", mode_texts,
+          "ways to call them: stream (on-stream loop), graph (CUDA graph replay), grid, block (back-to-back "
+          "calls in one kernel), grid_ll (grid with shoal::ll_only; not in the default); default: stream,graph,"
+          "grid,block")
       ->delimiter(',');
   coll->footer(
       "Sizes: --sizes (default 4,16,...,1G in powers of 4, capped by free heap). bytes = OpenSHMEM's nelems x element "
@@ -278,7 +280,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     opt.sizes = parse_sizes(size_texts);
     coll_opt.colls = parse_names("--colls", coll_texts, kCollOrder);
-    coll_opt.modes = parse_names("--modes", mode_texts, kCollModes);
+    coll_opt.modes = parse_names("--modes", mode_texts, kCollAllModes);
     if (chosen == nullptr && coll_opt.calibrate_path.empty())
       throw CLI::RequiredError("a suite (p2p, coll, quick, calibrate) or --calibrate FILE");
     if (chosen == nullptr) chosen = &suite_named("calibrate");

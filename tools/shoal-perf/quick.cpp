@@ -86,7 +86,7 @@ void run_quick_collectives(context& ctx) {
   auto beside = [&](row r, collective op, const std::optional<measurement>& nccl) {
     if (nccl) attach_nccl_coll(ctx, r, op, *nccl);
     const auto mode = r.scope == "block" ? coll_mode::block : coll_mode::stream;
-    if (r.scope == "graph" || r.scope == "grid" || !nvshmem_peer::has(op, mode)) return r;
+    if (r.scope == "graph" || r.scope.starts_with("grid") || !nvshmem_peer::has(op, mode)) return r;
     return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) {
       attach_nvshmem_coll(ctx, x, op, peer.measure_coll(ctx, op, x.bytes, mode));
     });
@@ -113,6 +113,9 @@ void run_quick_collectives(context& ctx) {
         beside(coll(collective::reduce, bytes, coll_mode::stream), collective::reduce, nccl_of(collective::reduce, bytes)),
         key));
   out.add(aimed(beside(coll(collective::reduce, k4K, coll_mode::grid), collective::reduce, nccl_4K), "allreduce_grid_4K"));
+  // The same with shoal::ll_only, the form for kernels that only make small calls (LL alone compiled).
+  out.add(aimed(beside(coll(collective::reduce, k4K, coll_mode::grid_ll), collective::reduce, nccl_4K),
+                "allreduce_grid_4K"));
   out.add(aimed(beside(coll(collective::reduce, k1M, coll_mode::block), collective::reduce, std::nullopt),
                 "allreduce_block_1M"));
   out.add(aimed_above_floor(beside(coll(collective::alltoall, k1M, coll_mode::stream), collective::alltoall,

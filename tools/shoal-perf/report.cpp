@@ -362,20 +362,21 @@ void reporter::summary() const {
 
 // Per collective: time per call and bus bandwidth for every size and mode, NCCL beside.
 void reporter::coll_summary() const {
-  constexpr std::string_view kModes[] = {"stream", "graph", "grid", "block"};
+  std::vector<std::string_view> modes = {"stream", "graph", "grid", "block"};  // grid_ll too where it was run
   std::vector<std::string> ops;
   std::map<std::string, std::map<std::uint64_t, std::map<std::string, const row*>>> cells;
   for (const row& r : rows_) {
     if (!is_collective_op(r.op) || r.op == "barrier") continue;
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
     cells[r.op][r.bytes].try_emplace(r.scope, &r);
+    if (r.scope == "grid_ll" && modes.size() == 4) modes.push_back("grid_ll");
   }
   const double n = info_.n_pes;
   for (const std::string& op : ops) {
     const double factor = bus_factor(op, info_.n_pes);
     fmt::print("\n{}: us per call (bus GB/s); bus factor {:.3g} on {} PEs; NCCL under graph replay\n", op, factor, n);
     fmt::print("{:>6} {:<9}", "bytes", "algo");
-    for (std::string_view m : kModes) fmt::print(" {:>17}", m);
+    for (std::string_view m : modes) fmt::print(" {:>17}", m);
     fmt::print(" {:>17} {:>17}\n", "NCCL", "NVSHMEM stream");
     for (const auto& [bytes, by_mode] : cells.at(op)) {
       const row* any = by_mode.begin()->second;
@@ -384,7 +385,7 @@ void reporter::coll_summary() const {
         return std::isnan(us) ? std::string("-") : fmt::format("{} ({})", number(us), number(gbs * factor));
       };
       double nccl_us = kNaN, nccl_gbs = kNaN, nvshmem_us = kNaN, nvshmem_gbs = kNaN;
-      for (std::string_view m : kModes) {
+      for (std::string_view m : modes) {
         auto it = by_mode.find(std::string(m));
         const row* r = it == by_mode.end() ? nullptr : it->second;
         fmt::print(" {:>17}", r ? cell(r->t.median_us, r->bandwidth_gbs) : "-");

@@ -11,13 +11,15 @@
 // buffer at thread, warp and block scope; at grid scope the CTA's part, so meet with grid_sync() before
 // reading parts other CTAs received. Algorithms: ll (lines with flags, one step), one_shot (staged
 // through the team's scratch, one signalled step), direct (straight into the peers' dst between two
-// meetings); the cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it.
+// meetings); the cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it. Each call
+// and its _bytes form take shoal::ll_only as an optional last argument: LL alone (coll_types.hpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
+#include "shoal/coll_types.hpp"
 #include "shoal/dev/coll/detail/ll.cuh"
 #include "shoal/dev/coll/detail/unit.cuh"
 #include "shoal/dev/detail/copy.cuh"
@@ -234,6 +236,28 @@ __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* d
   detail::alltoall_bytes<detail::algorithm_set::all>(scope, t, dst, src, bytes);
 }
 
+// The same with shoal::ll_only: LL at every size, nothing else compiled (see ll_only_t).
+template <typename Scope>
+__device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
+                                       int root, ll_only_t) {
+  detail::require_one_node(t, "shoal::broadcast");
+  detail::broadcast_bytes<detail::algorithm_set::ll_only>(scope, t, dst, src, bytes, root);
+}
+
+template <typename Scope>
+__device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
+                                      ll_only_t) {
+  detail::require_one_node(t, "shoal::fcollect");
+  detail::fcollect_bytes<detail::algorithm_set::ll_only>(scope, t, dst, src, bytes);
+}
+
+template <typename Scope>
+__device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
+                                      ll_only_t) {
+  detail::require_one_node(t, "shoal::alltoall");
+  detail::alltoall_bytes<detail::algorithm_set::ll_only>(scope, t, dst, src, bytes);
+}
+
 template <typename Scope, typename T>
 __device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count, int root) {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -248,6 +272,25 @@ template <typename Scope, typename T>
 __device__ inline void alltoall(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
   static_assert(std::is_trivially_copyable_v<T>);
   alltoall_bytes(scope, t, dst, src, count * sizeof(T));
+}
+
+template <typename Scope, typename T>
+__device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count, int root,
+                                 ll_only_t ll) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  broadcast_bytes(scope, t, dst, src, count * sizeof(T), root, ll);
+}
+template <typename Scope, typename T>
+__device__ inline void fcollect(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
+                                ll_only_t ll) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  fcollect_bytes(scope, t, dst, src, count * sizeof(T), ll);
+}
+template <typename Scope, typename T>
+__device__ inline void alltoall(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
+                                ll_only_t ll) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  alltoall_bytes(scope, t, dst, src, count * sizeof(T), ll);
 }
 
 }  // namespace shoal

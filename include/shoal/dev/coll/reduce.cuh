@@ -11,7 +11,8 @@
 // scratch, one signalled step, then a local reduction), two_shot (all-reduce: each member reduces its
 // 1/n of the buffer from the peers' sources and writes the result into every member's dst, between two
 // meetings), direct (reduce-scatter: each member reduces its block from the peers' sources, between two
-// meetings). The cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it.
+// meetings). The cost model picks one from the size unless SHOAL_ALGO_<COLLECTIVE> forces it. Both calls
+// take shoal::ll_only as an optional last argument: LL alone (coll_types.hpp).
 #pragma once
 
 #include <cstddef>
@@ -245,6 +246,23 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<O
                                      std::size_t count) {
   static_assert(op_defined_for_v<T, Op>, "reducescatter: the operator is not defined for this element type");
   detail::reducescatter<detail::algorithm_set::all, Scope, Op>(scope, t, dst, src, count);
+}
+
+// The same with shoal::ll_only: LL at every size, nothing else compiled (see ll_only_t).
+template <typename Scope, reduce_op Op, typename T>
+__device__ inline void reduce(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src, std::size_t count,
+                              ll_only_t) {
+  static_assert(op_defined_for_v<T, Op>, "reduce: the operator is not defined for this element type");
+  detail::require_one_node(t, "shoal::reduce");
+  detail::reduce<detail::algorithm_set::ll_only, Scope, Op>(scope, t, dst, src, count);
+}
+
+template <typename Scope, reduce_op Op, typename T>
+__device__ inline void reducescatter(Scope scope, const team_handle& t, op_tag<Op>, T* dst, const T* src,
+                                     std::size_t count, ll_only_t) {
+  static_assert(op_defined_for_v<T, Op>, "reducescatter: the operator is not defined for this element type");
+  detail::require_one_node(t, "shoal::reducescatter");
+  detail::reducescatter<detail::algorithm_set::ll_only, Scope, Op>(scope, t, dst, src, count);
 }
 
 }  // namespace shoal

@@ -205,6 +205,19 @@ __device__ inline void await_scratch_free(Unit unit, const team_handle& t, int c
 // step with the kernel's code size rather than its registers (perf notes 42–43).
 enum class algorithm_set { all, ll_only, all_but_ll };
 
+// Calls with shoal::ll_only store into the members' scratch directly, so every member must be on this node.
+// Checked in every build (one branch on the handle); the report is out of line to keep the kernel small.
+[[noreturn]] __device__ __noinline__ inline void report_ll_only_across_nodes(const device_handle& h, const char* call) {
+  printf(
+      "shoal: PE %d: %s with shoal::ll_only on a team that spans nodes: LL reaches members by load and store "
+      "only; call it without shoal::ll_only\n",
+      h.pe, call);
+  __trap();
+}
+__device__ inline void require_one_node(const team_handle& t, const char* call) {
+  if (t.spans_nodes != 0) report_ll_only_across_nodes(t.world, call);
+}
+
 // `chosen`, or `large` where the unit's share is too big for it (team_handle::keeps_algorithm).
 __device__ inline algorithm fit_to_unit(const team_handle& t, collective coll, algorithm chosen,
                                         std::uint64_t unit_bytes, algorithm large) {
