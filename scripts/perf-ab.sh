@@ -4,20 +4,31 @@
 # on both alike. Prints, per row, each side's median time and new / base. With more PEs than GPUs the PEs
 # share them under MPS (scripts/gpu-sharing.sh): good for SM-side changes (how a loop loads, stores and
 # waits), blind to the links (docs/perf-notes.md, entry 49).
-# Usage: scripts/perf-ab.sh BASE_REF SHOAL_PERF_ARGS...   e.g.
+# Usage: scripts/perf-ab.sh BASE SHOAL_PERF_ARGS...   e.g.
 #   scripts/perf-ab.sh HEAD~1 coll --colls reduce --modes block --sizes 4K,1M --no-nccl
+# BASE is a git ref, or a source tarball (`git archive REF > base.tar`) for a copy of the tree without its
+# git history; BASE_LABEL then names it in the rows (default: the file's name).
 # Knobs: PES (default 2), ROUNDS (default 3), OUT (logs, JSON and the table; default out/ab), JOBS (build
 # jobs per side), CMAKE_ARGS (extra configure arguments for both sides, e.g. -DCMAKE_PREFIX_PATH=...).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 if [ $# -lt 2 ]; then
-  sed -n '2,10p' "$0"
+  sed -n '2,12p' "$0"
   exit 2
 fi
-base_commit=$(git rev-parse --short=12 "$1^{commit}")
+base=$1
 shift
-new_commit="$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- || echo -dirty)"
+if [ -f "$base" ]; then
+  base_commit=${BASE_LABEL:-$(basename "$base")}
+else
+  base_commit=$(git rev-parse --short=12 "$base^{commit}")
+fi
+if git rev-parse -q --verify HEAD > /dev/null 2>&1; then
+  new_commit="$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- || echo -dirty)"
+else
+  new_commit="${SHOAL_COMMIT:-unknown}-tree"
+fi
 PES=${PES:-2} ROUNDS=${ROUNDS:-3} OUT=${OUT:-out/ab}
 JOBS=${JOBS:-$(( ($(nproc) + 1) / 2 ))}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
@@ -35,7 +46,7 @@ build() {  # side source_dir
     ninja -C "$work/$1" -j "$JOBS" shoal-perf shoalrun >> "$OUT/build_$1.log" 2>&1
 }
 mkdir -p "$work/base-src"
-git archive "$base_commit" | tar -x -C "$work/base-src"
+if [ -f "$base" ]; then tar -xf "$base" -C "$work/base-src"; else git archive "$base_commit" | tar -x -C "$work/base-src"; fi
 echo "perf-ab: building base $base_commit and new $new_commit (logs in $OUT)"
 build base "$work/base-src" & base_build=$!
 build new "$PWD" & new_build=$!
