@@ -6,7 +6,7 @@
 namespace shoal::gpu_test {
 namespace {
 
-__global__ void put_into_registered(device_handle h, std::byte* dst, const std::byte* src, std::size_t n, int pe,
+__global__ void __launch_bounds__(512) put_into_registered(device_handle h, std::byte* dst, const std::byte* src, std::size_t n, int pe,
                                     int* ptr_ok) {
   put_bytes(block, h, dst, src, n, pe);
   if (threadIdx.x == 0) *ptr_ok = ptr(h, dst, pe) != nullptr && ptr(h, dst, h.pe) == dst;
@@ -27,6 +27,7 @@ TEST(Register, UserBufferActsSymmetric) {
 
   upload(src, random_bytes(31 + w.pe(), n));
   put_into_registered<<<1, 512>>>(w.device_handle(), buffer, src, n, next_pe(w), ptr_ok);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   barrier_all(w);
   EXPECT_EQ(first_mismatch(download(buffer, n), random_bytes(31 + prev_pe(w), n)), -1);

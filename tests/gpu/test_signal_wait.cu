@@ -11,8 +11,10 @@ constexpr int kRounds = 8;
 
 // Ping-pong of data + signal: round r sends rounds[r] to the next PE with the signal, the receiver
 // waits, copies what arrived into `seen[r]` and acknowledges. Each round's data is different.
+constexpr int kMaxThreads = 512;  // the largest CTA launched below: its register budget bounds the kernel's
+
 template <typename Scope>
-__global__ void put_signal_rounds(device_handle h, std::byte* inbox, const std::byte* rounds, std::byte* seen,
+__global__ void __launch_bounds__(kMaxThreads) put_signal_rounds(device_handle h, std::byte* inbox, const std::byte* rounds, std::byte* seen,
                                   std::size_t n, std::uint64_t* sig, std::uint64_t* ack, sig_op op, int target,
                                   int source) {
   Scope scope;
@@ -77,7 +79,7 @@ TEST(Signal, PutSignalEveryScope) {
     check_put_signal<thread_scope>(1, 1, 4099, op);
     check_put_signal<warp_scope>(1, 32, 4096, op);
     check_put_signal<warp_scope>(1, 32, 65536 + 3, op);
-    check_put_signal<block_scope>(1, 512, 1 << 20, op);
+    check_put_signal<block_scope>(1, kMaxThreads, 1 << 20, op);
   }
   check_put_signal<grid_scope>(8, 256, (1 << 20) + 16, sig_op::add);
 }
