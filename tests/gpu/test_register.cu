@@ -6,8 +6,8 @@
 namespace shoal::gpu_test {
 namespace {
 
-__global__ void __launch_bounds__(512) put_into_registered(device_handle h, std::byte* dst, const std::byte* src, std::size_t n, int pe,
-                                    int* ptr_ok) {
+__global__ void __launch_bounds__(512)
+    put_into_registered(device_handle h, std::byte* dst, const std::byte* src, std::size_t n, int pe, int* ptr_ok) {
   put_bytes(block, h, dst, src, n, pe);
   if (threadIdx.x == 0) *ptr_ok = ptr(h, dst, pe) != nullptr && ptr(h, dst, h.pe) == dst;
 }

@@ -14,9 +14,9 @@ constexpr int kRounds = 8;
 constexpr int kMaxThreads = 512;  // the largest CTA launched below: its register budget bounds the kernel's
 
 template <typename Scope>
-__global__ void __launch_bounds__(kMaxThreads) put_signal_rounds(device_handle h, std::byte* inbox, const std::byte* rounds, std::byte* seen,
-                                  std::size_t n, std::uint64_t* sig, std::uint64_t* ack, sig_op op, int target,
-                                  int source) {
+__global__ void __launch_bounds__(kMaxThreads)
+    put_signal_rounds(device_handle h, std::byte* inbox, const std::byte* rounds, std::byte* seen, std::size_t n,
+                      std::uint64_t* sig, std::uint64_t* ack, sig_op op, int target, int source) {
   Scope scope;
   const std::uint64_t per_round = std::is_same_v<Scope, grid_scope> ? grid_scope::n_blocks() : 1;
   for (int r = 0; r < kRounds; ++r) {
