@@ -425,28 +425,29 @@ void check_case(sym_arena& arena, const team& t, const coll_case& c, std::uint64
 }
 
 // The device-API launchers shared by the test files: each runs one collective on this member with
-// shape_of(scope) and waits for it. Reductions use int32_t and sum (test_coll_reduce.cu); the data-moving
-// collectives are defined for int32_t and uint8_t (test_coll_exchange.cu).
+// shape_of(scope) and waits for it; with `ll_only` every call passes shoal::ll_only. Reductions use int32_t
+// and sum (test_coll_reduce.cu); the data-moving collectives are defined for int32_t and uint8_t
+// (test_coll_exchange.cu).
 void device_reduce_i32(scope_kind scope, const team_handle& t, coll_kind kind, std::int32_t* dst,
-                       const std::int32_t* src, std::size_t count);
+                       const std::int32_t* src, std::size_t count, bool ll_only);
 template <typename T>
 void device_exchange(scope_kind scope, const team_handle& t, coll_kind kind, T* dst, const T* src, std::size_t count,
-                     int root);
+                     int root, bool ll_only);
 
 // A launcher for run_matrix: (handle with the algorithm applied, kind, dst, src, count, root).
 template <typename T>
 using device_launcher = std::function<void(const team_handle&, coll_kind, T*, const T*, std::size_t, int)>;
 
 template <typename T>
-device_launcher<T> device_api_at(scope_kind scope) {
-  return [scope](const team_handle& h, coll_kind kind, T* dst, const T* src, std::size_t count, int root) {
+device_launcher<T> device_api_at(scope_kind scope, bool ll_only = false) {
+  return [scope, ll_only](const team_handle& h, coll_kind kind, T* dst, const T* src, std::size_t count, int root) {
     if (is_reduction(kind)) {
       if constexpr (std::is_same_v<T, std::int32_t>)
-        device_reduce_i32(scope, h, kind, dst, src, count);
+        device_reduce_i32(scope, h, kind, dst, src, count, ll_only);
       else
         throw std::logic_error("device_api_at: reductions are launched on int32_t only");
     } else {
-      device_exchange(scope, h, kind, dst, src, count, root);
+      device_exchange(scope, h, kind, dst, src, count, root, ll_only);
     }
   };
 }

@@ -10,55 +10,71 @@ namespace shoal::gpu_test {
 namespace {
 
 // One kernel per scope, on bytes: the typed forms only scale the count (count * sizeof(T)), and each
-// instantiation of the exchange templates costs seconds of compile time.
-template <typename Scope>
+// instantiation of the exchange templates costs seconds of compile time. With kLLOnly every call passes
+// shoal::ll_only (test_coll_ll_only.cu).
+template <typename Scope, bool kLLOnly>
 __global__ void exchange_kernel(team_handle t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
                                 std::size_t count, int root) {
-  switch (kind) {
-    case coll_kind::broadcast:
-      broadcast(Scope{}, t, dst, src, count, root);
-      break;
-    case coll_kind::fcollect:
-      fcollect(Scope{}, t, dst, src, count);
-      break;
-    case coll_kind::alltoall:
-      alltoall(Scope{}, t, dst, src, count);
-      break;
-    default:
-      break;
-  }
+  auto call = [&](auto... algorithms) {
+    switch (kind) {
+      case coll_kind::broadcast:
+        broadcast(Scope{}, t, dst, src, count, root, algorithms...);
+        break;
+      case coll_kind::fcollect:
+        fcollect(Scope{}, t, dst, src, count, algorithms...);
+        break;
+      case coll_kind::alltoall:
+        alltoall(Scope{}, t, dst, src, count, algorithms...);
+        break;
+      default:
+        break;
+    }
+  };
+  if constexpr (kLLOnly)
+    call(ll_only);
+  else
+    call();
+}
+
+template <typename Scope>
+void launch_exchange(const team_handle& t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
+                     std::size_t bytes, int root, launch_shape s, bool ll) {
+  if (ll)
+    exchange_kernel<Scope, true><<<s.blocks, s.threads>>>(t, kind, dst, src, bytes, root);
+  else
+    exchange_kernel<Scope, false><<<s.blocks, s.threads>>>(t, kind, dst, src, bytes, root);
 }
 
 }  // namespace
 
 template <typename T>
 void device_exchange(scope_kind scope, const team_handle& t, coll_kind kind, T* dst, const T* src, std::size_t count,
-                     int root) {
+                     int root, bool ll) {
   const launch_shape s = shape_of(scope);
   auto* d = reinterpret_cast<std::uint8_t*>(dst);
   auto* from = reinterpret_cast<const std::uint8_t*>(src);
   const std::size_t bytes = count * sizeof(T);
   switch (scope) {
     case scope_kind::thread:
-      exchange_kernel<thread_scope><<<s.blocks, s.threads>>>(t, kind, d, from, bytes, root);
+      launch_exchange<thread_scope>(t, kind, d, from, bytes, root, s, ll);
       break;
     case scope_kind::warp:
-      exchange_kernel<warp_scope><<<s.blocks, s.threads>>>(t, kind, d, from, bytes, root);
+      launch_exchange<warp_scope>(t, kind, d, from, bytes, root, s, ll);
       break;
     case scope_kind::block:
-      exchange_kernel<block_scope><<<s.blocks, s.threads>>>(t, kind, d, from, bytes, root);
+      launch_exchange<block_scope>(t, kind, d, from, bytes, root, s, ll);
       break;
     case scope_kind::grid:
-      exchange_kernel<grid_scope><<<s.blocks, s.threads>>>(t, kind, d, from, bytes, root);
+      launch_exchange<grid_scope>(t, kind, d, from, bytes, root, s, ll);
       break;
   }
   wait_for_kernel(to_string(kind));
 }
 
 template void device_exchange<std::int32_t>(scope_kind, const team_handle&, coll_kind, std::int32_t*,
-                                            const std::int32_t*, std::size_t, int);
+                                            const std::int32_t*, std::size_t, int, bool);
 template void device_exchange<std::uint8_t>(scope_kind, const team_handle&, coll_kind, std::uint8_t*,
-                                            const std::uint8_t*, std::size_t, int);
+                                            const std::uint8_t*, std::size_t, int, bool);
 
 namespace {
 

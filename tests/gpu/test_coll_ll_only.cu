@@ -1,6 +1,7 @@
 // Device collectives called with shoal::ll_only (LL alone, whatever the size) at thread, warp, block and
-// grid scope: reduce and reducescatter on int32_t with sum, broadcast, fcollect and alltoall on bytes;
-// sizes from 0 to several LL steps per unit, aligned, misaligned and in place, against the host reference.
+// grid scope, through the launchers of test_coll_reduce.cu and test_coll_exchange.cu: reduce and
+// reducescatter on int32_t with sum, broadcast, fcollect and alltoall on bytes; sizes from 0 to several LL
+// steps per unit, aligned, misaligned and in place, against the host reference.
 // A kernel that mixes ll_only calls with the model's calls on one team, back to back, checks they share
 // the channels' steps.
 #include "coll_reference.hpp"
@@ -10,75 +11,13 @@ namespace shoal::gpu_test {
 
 namespace {
 
-// The reductions in typed form; broadcast typed, fcollect and alltoall in _bytes form, so both kinds of
-// ll_only overload are compiled and run.
-template <typename Scope>
-__global__ void ll_only_reduce_kernel(team_handle t, bool scatter, std::int32_t* dst, const std::int32_t* src,
-                                      std::size_t count) {
-  if (scatter)
-    reducescatter(Scope{}, t, op::sum, dst, src, count, ll_only);
-  else
-    reduce(Scope{}, t, op::sum, dst, src, count, ll_only);
-}
-
-template <typename Scope>
-__global__ void ll_only_exchange_kernel(team_handle t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
-                                        std::size_t bytes, int root) {
-  switch (kind) {
-    case coll_kind::broadcast:
-      broadcast(Scope{}, t, dst, src, bytes, root, ll_only);
-      break;
-    case coll_kind::fcollect:
-      fcollect_bytes(Scope{}, t, dst, src, bytes, ll_only);
-      break;
-    case coll_kind::alltoall:
-      alltoall_bytes(Scope{}, t, dst, src, bytes, ll_only);
-      break;
-    default:
-      break;
-  }
-}
-
-template <typename Scope>
-void launch_ll_only(launch_shape s, const team_handle& t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
-                    std::size_t count, int root) {
-  if (is_reduction(kind))
-    ll_only_reduce_kernel<Scope><<<s.blocks, s.threads>>>(t, kind == coll_kind::reducescatter,
-                                                          reinterpret_cast<std::int32_t*>(dst),
-                                                          reinterpret_cast<const std::int32_t*>(src), count);
-  else
-    ll_only_exchange_kernel<Scope><<<s.blocks, s.threads>>>(t, kind, dst, src, count, root);
-  wait_for_kernel(to_string(kind));
-}
-
-// run_matrix's launcher for element type T: reductions on int32_t, the rest on T's bytes.
-template <typename T>
-device_launcher<T> ll_only_at(scope_kind scope) {
-  return [scope](const team_handle& h, coll_kind kind, T* dst, const T* src, std::size_t count, int root) {
-    auto* d = reinterpret_cast<std::uint8_t*>(dst);
-    auto* from = reinterpret_cast<const std::uint8_t*>(src);
-    const std::size_t n = is_reduction(kind) ? count : count * sizeof(T);
-    const launch_shape s = shape_of(scope);
-    switch (scope) {
-      case scope_kind::thread:
-        return launch_ll_only<thread_scope>(s, h, kind, d, from, n, root);
-      case scope_kind::warp:
-        return launch_ll_only<warp_scope>(s, h, kind, d, from, n, root);
-      case scope_kind::block:
-        return launch_ll_only<block_scope>(s, h, kind, d, from, n, root);
-      case scope_kind::grid:
-        return launch_ll_only<grid_scope>(s, h, kind, d, from, n, root);
-    }
-  };
-}
-
 template <typename T>
 void ll_only_matrix(std::vector<coll_kind> kinds, scope_kind scope, std::vector<std::size_t> counts,
                     std::uint64_t seed) {
   // Forcing does not apply to ll_only calls: one pass, with the handle as the team gives it.
   const matrix_options m{.kinds = std::move(kinds), .counts = std::move(counts), .algorithms = {std::nullopt}};
   SCOPED_TRACE(std::string("ll_only at scope ") + to_string(scope));
-  run_matrix<T>(world_team(*the_world()), m, seed, ll_only_at<T>(scope));
+  run_matrix<T>(world_team(*the_world()), m, seed, device_api_at<T>(scope, /*ll_only=*/true));
 }
 
 const std::vector<coll_kind> kReductions = {coll_kind::reduce, coll_kind::reducescatter};
