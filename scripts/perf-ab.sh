@@ -7,14 +7,15 @@
 # Usage: scripts/perf-ab.sh BASE SHOAL_PERF_ARGS...   e.g.
 #   scripts/perf-ab.sh HEAD~1 coll --colls reduce --modes block --sizes 4K,1M --no-nccl
 # BASE is a git ref, or a source tarball (`git archive REF > base.tar`) for a copy of the tree without its
-# git history; BASE_LABEL then names it in the rows (default: the file's name).
+# git history; BASE_LABEL then names it in the rows (default: the file's name), and NEW_LABEL names the
+# working tree (default: HEAD's commit, which a copied tree may not match).
 # Knobs: PES (default 2), ROUNDS (default 3), OUT (logs, JSON and the table; default out/ab), JOBS (build
 # jobs per side), CMAKE_ARGS (extra configure arguments for both sides, e.g. -DCMAKE_PREFIX_PATH=...).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 if [ $# -lt 2 ]; then
-  sed -n '2,12p' "$0"
+  sed -n '2,13p' "$0"
   exit 2
 fi
 base=$1
@@ -24,7 +25,9 @@ if [ -f "$base" ]; then
 else
   base_commit=$(git rev-parse --short=12 "$base^{commit}")
 fi
-if git rev-parse -q --verify HEAD > /dev/null 2>&1; then
+if [ -n "${NEW_LABEL:-}" ]; then
+  new_commit=$NEW_LABEL
+elif git rev-parse -q --verify HEAD > /dev/null 2>&1; then
   new_commit="$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- || echo -dirty)"
 else
   new_commit="${SHOAL_COMMIT:-unknown}-tree"
