@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "gpu_env.hpp"
+#include "shoal/coll_types.hpp"
+#include "shoal/dev/scope.cuh"
 
 namespace shoal::gpu_test {
 
@@ -90,6 +92,37 @@ inline launch_shape shape_of(scope_kind scope) {
       return {4, 128};
   }
   return {1, 1};
+}
+
+// Turns a test's runtime choice of scope and algorithms into a kernel instantiation: calls
+// launch.template operator()<Scope, kLLOnly>() with the scope type `scope` names.
+template <typename Launch>
+void with_scope(scope_kind scope, bool ll_only, Launch&& launch) {
+  auto at = [&]<typename Scope>() {
+    if (ll_only)
+      launch.template operator()<Scope, true>();
+    else
+      launch.template operator()<Scope, false>();
+  };
+  switch (scope) {
+    case scope_kind::thread:
+      return at.template operator()<thread_scope>();
+    case scope_kind::warp:
+      return at.template operator()<warp_scope>();
+    case scope_kind::block:
+      return at.template operator()<block_scope>();
+    case scope_kind::grid:
+      return at.template operator()<grid_scope>();
+  }
+}
+
+// In a test kernel: call() or, with kLLOnly, call(shoal::ll_only), the collective's trailing argument.
+template <bool kLLOnly, typename Call>
+__device__ void with_ll_only(Call call) {
+  if constexpr (kLLOnly)
+    call(ll_only);
+  else
+    call();
 }
 
 // Waits for the kernel just launched; throws (failing the test) when it could not run or faulted.

@@ -15,7 +15,7 @@ namespace {
 template <typename Scope, bool kLLOnly>
 __global__ void exchange_kernel(team_handle t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
                                 std::size_t count, int root) {
-  auto call = [&](auto... algorithms) {
+  with_ll_only<kLLOnly>([&](auto... algorithms) {
     switch (kind) {
       case coll_kind::broadcast:
         broadcast(Scope{}, t, dst, src, count, root, algorithms...);
@@ -29,45 +29,21 @@ __global__ void exchange_kernel(team_handle t, coll_kind kind, std::uint8_t* dst
       default:
         break;
     }
-  };
-  if constexpr (kLLOnly)
-    call(ll_only);
-  else
-    call();
-}
-
-template <typename Scope>
-void launch_exchange(const team_handle& t, coll_kind kind, std::uint8_t* dst, const std::uint8_t* src,
-                     std::size_t bytes, int root, launch_shape s, bool ll) {
-  if (ll)
-    exchange_kernel<Scope, true><<<s.blocks, s.threads>>>(t, kind, dst, src, bytes, root);
-  else
-    exchange_kernel<Scope, false><<<s.blocks, s.threads>>>(t, kind, dst, src, bytes, root);
+  });
 }
 
 }  // namespace
 
 template <typename T>
 void device_exchange(scope_kind scope, const team_handle& t, coll_kind kind, T* dst, const T* src, std::size_t count,
-                     int root, bool ll) {
+                     int root, bool ll_only) {
   const launch_shape s = shape_of(scope);
   auto* d = reinterpret_cast<std::uint8_t*>(dst);
   auto* from = reinterpret_cast<const std::uint8_t*>(src);
   const std::size_t bytes = count * sizeof(T);
-  switch (scope) {
-    case scope_kind::thread:
-      launch_exchange<thread_scope>(t, kind, d, from, bytes, root, s, ll);
-      break;
-    case scope_kind::warp:
-      launch_exchange<warp_scope>(t, kind, d, from, bytes, root, s, ll);
-      break;
-    case scope_kind::block:
-      launch_exchange<block_scope>(t, kind, d, from, bytes, root, s, ll);
-      break;
-    case scope_kind::grid:
-      launch_exchange<grid_scope>(t, kind, d, from, bytes, root, s, ll);
-      break;
-  }
+  with_scope(scope, ll_only, [&]<typename Scope, bool kLLOnly>() {
+    exchange_kernel<Scope, kLLOnly><<<s.blocks, s.threads>>>(t, kind, d, from, bytes, root);
+  });
   wait_for_kernel(to_string(kind));
 }
 

@@ -13,47 +13,23 @@ namespace {
 template <typename Scope, bool kLLOnly>
 __global__ void reduce_i32_kernel(team_handle t, bool scatter, std::int32_t* dst, const std::int32_t* src,
                                   std::size_t count) {
-  auto call = [&](auto... algorithms) {
+  with_ll_only<kLLOnly>([&](auto... algorithms) {
     if (scatter)
       reducescatter(Scope{}, t, op::sum, dst, src, count, algorithms...);
     else
       reduce(Scope{}, t, op::sum, dst, src, count, algorithms...);
-  };
-  if constexpr (kLLOnly)
-    call(ll_only);
-  else
-    call();
-}
-
-template <typename Scope>
-void launch_reduce_i32(const team_handle& t, bool scatter, std::int32_t* dst, const std::int32_t* src,
-                       std::size_t count, launch_shape s, bool ll) {
-  if (ll)
-    reduce_i32_kernel<Scope, true><<<s.blocks, s.threads>>>(t, scatter, dst, src, count);
-  else
-    reduce_i32_kernel<Scope, false><<<s.blocks, s.threads>>>(t, scatter, dst, src, count);
+  });
 }
 
 }  // namespace
 
 void device_reduce_i32(scope_kind scope, const team_handle& t, coll_kind kind, std::int32_t* dst,
-                       const std::int32_t* src, std::size_t count, bool ll) {
+                       const std::int32_t* src, std::size_t count, bool ll_only) {
   const launch_shape s = shape_of(scope);
   const bool scatter = kind == coll_kind::reducescatter;
-  switch (scope) {
-    case scope_kind::thread:
-      launch_reduce_i32<thread_scope>(t, scatter, dst, src, count, s, ll);
-      break;
-    case scope_kind::warp:
-      launch_reduce_i32<warp_scope>(t, scatter, dst, src, count, s, ll);
-      break;
-    case scope_kind::block:
-      launch_reduce_i32<block_scope>(t, scatter, dst, src, count, s, ll);
-      break;
-    case scope_kind::grid:
-      launch_reduce_i32<grid_scope>(t, scatter, dst, src, count, s, ll);
-      break;
-  }
+  with_scope(scope, ll_only, [&]<typename Scope, bool kLLOnly>() {
+    reduce_i32_kernel<Scope, kLLOnly><<<s.blocks, s.threads>>>(t, scatter, dst, src, count);
+  });
   wait_for_kernel(to_string(kind));
 }
 
