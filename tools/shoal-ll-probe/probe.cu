@@ -229,24 +229,26 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
     run(unit_steps<shoal::block_scope, false>{});
 }
 
-// Code that never runs (its caller's condition is false at run time) but that the compiler must keep: a
-// chain of 7,600 dependent FMAs (volatile asm, so none is folded) on a loaded value, stored back. They
-// bring the LL-only replica's kernel (~1,400 instructions) to the size of the library's (~9,000; perf
-// notes 53).
-#define SHOAL_PAD1 asm volatile("fma.rn.f32 %0, %0, 0f3F800347, 0f3F800000;" : "+f"(x));
-#define SHOAL_PAD10 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1 SHOAL_PAD1
-#define SHOAL_PAD100 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10 SHOAL_PAD10
-#define SHOAL_PAD1000 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100
+// N dependent FMAs (volatile asm, so none is folded or dropped), inlined in halves so that the templates
+// nest log2(N) deep.
+template <int N>
+__device__ __forceinline__ void fma_chain(float& x) {
+  if constexpr (N == 1) {
+    asm volatile("fma.rn.f32 %0, %0, 0f3F800347, 0f3F800000;" : "+f"(x));
+  } else {
+    fma_chain<N / 2>(x);
+    fma_chain<N - N / 2>(x);
+  }
+}
+
+// Code that never runs (its caller's condition is false at run time) but that the compiler must keep: 7,600
+// FMAs on a loaded value, stored back. They bring the LL-only replica's kernel (~1,400 instructions) to the
+// size of the library's (~9,000; perf notes 53).
 __device__ __forceinline__ void padding(bf16* sink) {
   float x = __bfloat162float(sink[threadIdx.x]);
-  SHOAL_PAD1000 SHOAL_PAD1000 SHOAL_PAD1000 SHOAL_PAD1000 SHOAL_PAD1000 SHOAL_PAD1000 SHOAL_PAD1000
-  SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100 SHOAL_PAD100
+  fma_chain<7600>(x);
   sink[threadIdx.x] = __float2bfloat16(x);
 }
-#undef SHOAL_PAD1000
-#undef SHOAL_PAD100
-#undef SHOAL_PAD10
-#undef SHOAL_PAD1
 
 template <variant V>
 __global__ void __launch_bounds__(kThreads)
