@@ -15,6 +15,8 @@
 //                slow the LL call down by sharing its kernel;
 //   padded: ...  the LL-only replica in a kernel as large as the library's, the rest code that never runs
 //                (in the loop after each call, or after the loop): does the kernel's size alone slow it?
+//   timed: ...   the full and the LL-only replica with cycle stamps by each CTA's thread 0 around the
+//                set-up, the pick, the LL step and the finish: which part grows with the other algorithms?
 //   body         detail::reduce_ll alone, its range computed once per kernel (no set-up per call);
 //   body, one load        a copy of reduce_ll that loads each source word once (for the line and the sum);
 //   body, one word        that copy with one word per thread and step (no loops over words and chunks).
@@ -60,6 +62,8 @@ enum class variant {
   replica_within_node,
   padded_in_loop,
   padded_after_loop,
+  replica_timed,
+  replica_ll_timed,
   body,
   body_one_load,
   body_one_word
@@ -178,12 +182,16 @@ enum algos : unsigned { kLL = 1, kStaged = 2, kPull = 4, kAcrossNodes = 8, kAll 
 // shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, compiling the algorithms of
 // kHas; kAcrossNodes adds the branch on t.spans_nodes and the steps with the proxy's paths. Or (kDirect)
 // the same set-up calling the LL step straight away, without the pick.
-template <unsigned kHas, bool kDirect = false>
+// With kTimed, each thread adds the cycles of the call's parts to stamps[0..3]: set-up (unit and range),
+// pick (the model's choice and its fit to the unit), the LL step, the finish.
+template <unsigned kHas, bool kDirect = false, bool kTimed = false>
 __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
-                                               std::size_t count) {
+                                               std::size_t count, std::uint64_t* stamps = nullptr) {
   using namespace shoal::detail;
   using shoal::algorithm;
   constexpr source_loads kLoads = source_loads::one_at_a_time;  // as the device API inside users' kernels
+  std::uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  if constexpr (kTimed) c0 = cycles();
   const coll_unit u = make_unit(shoal::grid, t);
   if (!u.active) return;
   const reduce_plan<bf16> plan{dst, src, count, 0};
@@ -192,9 +200,11 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
     reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, u.channel, plan, r);
     return;
   }
+  if constexpr (kTimed) c1 = cycles();
   const algorithm picked = t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot);
   const algorithm chosen =
       fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
+  if constexpr (kTimed) c2 = cycles();
   auto run = [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
       reduce_staged<shoal::reduce_op::sum, kLoads>(unit, t, u.channel, plan, r);
@@ -202,6 +212,7 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
       switch (chosen) {
         case algorithm::ll:
           reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          if constexpr (kTimed) c3 = cycles();
           break;
         case algorithm::one_shot:
           if constexpr ((kHas & kStaged) != 0)
@@ -227,6 +238,13 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
     with_unit_steps(shoal::grid, t, run);
   else
     run(unit_steps<shoal::block_scope, false>{});
+  if constexpr (kTimed) {
+    const std::uint64_t c4 = cycles();
+    stamps[0] += c1 - c0;
+    stamps[1] += c2 - c1;
+    stamps[2] += c3 - c2;
+    stamps[3] += c4 - c3;
+  }
 }
 
 // N dependent FMAs (volatile asm, so none is folded or dropped), inlined in halves so that the templates
@@ -278,6 +296,10 @@ __global__ void __launch_bounds__(kThreads)
       reduce_replica<kLL | kStaged | kPull>(t, dst, src, kCount);
     else if constexpr (V == variant::padded_in_loop || V == variant::padded_after_loop)
       reduce_replica<kLL>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_timed)
+      reduce_replica<kAll, false, true>(t, dst, src, kCount, stamps);
+    else if constexpr (V == variant::replica_ll_timed)
+      reduce_replica<kLL, false, true>(t, dst, src, kCount, stamps);
     else if constexpr (V == variant::body)
       reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, ch,
                                        reduce_plan<bf16>{dst, src, kCount, 0}, r);
@@ -360,6 +382,8 @@ int run() {
                       row_of<variant::replica_within_node>("replica: all three, no across-node branch"),
                       row_of<variant::padded_in_loop>("padded: LL only, dead code in the loop"),
                       row_of<variant::padded_after_loop>("padded: LL only, dead code after it"),
+                      row_of<variant::replica_timed>("timed: replica of shoal::reduce"),
+                      row_of<variant::replica_ll_timed>("timed: replica, LL only"),
                       row_of<variant::body>("body: reduce_ll, range set once"),
                       row_of<variant::body_one_load>("body, one load per word"),
                       row_of<variant::body_one_word>("body, one load, one word (no loops)")};
@@ -393,6 +417,9 @@ int run() {
       if (r.v == variant::step_timed)
         std::printf("  [counter %.0f | source + lines out %.0f | peer's lines + result %.0f | closing sync %.0f ns]",
                     median(phase_ns[0]), median(phase_ns[1]), median(phase_ns[2]), median(phase_ns[3]));
+      if (r.v == variant::replica_timed || r.v == variant::replica_ll_timed)
+        std::printf("  [set-up %.0f | pick %.0f | LL step %.0f | finish %.0f ns]", median(phase_ns[0]),
+                    median(phase_ns[1]), median(phase_ns[2]), median(phase_ns[3]));
       std::printf("\n");
     }
     if (bad != 0) return 1;
