@@ -17,6 +17,9 @@
 //                (in the loop after each call, or after the loop): does the kernel's size alone slow it?
 //   timed: ...   the full and the LL-only replica with cycle stamps by each CTA's thread 0 around the
 //                set-up, the pick, the LL step and the finish: which part grows with the other algorithms?
+//   counter: ... the full replica running LL through reduce_ll_copy, reading the channel's counter in the
+//                step (as the library does) or first thing in the call, so that the set-up and the pick
+//                run while the read is in flight (perf notes 53, 54).
 //   body         detail::reduce_ll alone, its range computed once per kernel (no set-up per call);
 //   body, one load        a copy of reduce_ll that loads each source word once (for the line and the sum);
 //   body, one word        that copy with one word per thread and step (no loops over words and chunks).
@@ -64,6 +67,8 @@ enum class variant {
   padded_after_loop,
   replica_timed,
   replica_ll_timed,
+  replica_copy,
+  replica_counter_first,
   body,
   body_one_load,
   body_one_word
@@ -130,12 +135,24 @@ __device__ __forceinline__ void ll_step(const shoal::team_handle& t, int ch, bf1
   }
 }
 
+// detail::next_step with the counter's word read earlier by the caller (`word`): the same step, the same
+// store. Valid because nothing else writes the channel's counter between that read and this step.
+template <typename Unit>
+__device__ __forceinline__ shoal::detail::step step_from_word(const shoal::team_handle& t, int ch, std::uint64_t word) {
+  using namespace shoal::detail;
+  const step s{(word & ~kSymmetricMark) + 1, (word & kSymmetricMark) != 0};
+  Unit::sync();
+  if (Unit::leader()) t.calls[ch] = s.epoch | kSymmetricMark;
+  return s;
+}
+
 // A copy of detail::reduce_ll (all-reduce: one source block, block_stride 0) with two simplifications
 // that can be switched on: kOneLoad loads a word once for the line and the sum; kOneWord assumes one
-// 8-byte word per thread and one chunk per call (true here) and drops the loops.
-template <bool kOneLoad, bool kOneWord>
+// 8-byte word per thread and one chunk per call (true here) and drops the loops. With kWordGiven the first
+// step takes the counter's word the caller read (`counter_word`) instead of reading it.
+template <bool kOneLoad, bool kOneWord, bool kWordGiven = false>
 __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int ch, bf16* dst_, const bf16* src_,
-                                               shoal::detail::range r) {
+                                               shoal::detail::range r, std::uint64_t counter_word = 0) {
   using namespace shoal::detail;
   using Unit = unit_steps<shoal::block_scope, false>;
   const Unit unit{};
@@ -147,7 +164,8 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
   for (std::size_t off = begin; off < end_all; off += payload) {
     const std::size_t end = off + payload < end_all ? off + payload : end_all;
     prefetch_first_words<Unit>(off, end, 1, [&](int) { return src; });
-    const step s = next_step(unit, t, ch, true);
+    const step s =
+        kWordGiven && off == begin ? step_from_word<Unit>(t, ch, counter_word) : next_step(unit, t, ch, true);
     const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
@@ -184,7 +202,11 @@ enum algos : unsigned { kLL = 1, kStaged = 2, kPull = 4, kAcrossNodes = 8, kAll 
 // the same set-up calling the LL step straight away, without the pick.
 // With kTimed, each thread adds the cycles of the call's parts to stamps[0..3]: set-up (unit and range),
 // pick (the model's choice and its fit to the unit), the LL step, the finish.
-template <unsigned kHas, bool kDirect = false, bool kTimed = false>
+// How a replica runs its LL step: the library's reduce_ll, or reduce_ll_copy reading the channel's counter
+// in the step or (counter_first) right after make_unit.
+enum class ll_path { library, copy, counter_first };
+
+template <unsigned kHas, bool kDirect = false, bool kTimed = false, ll_path kPath = ll_path::library>
 __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
                                                std::size_t count, std::uint64_t* stamps = nullptr) {
   using namespace shoal::detail;
@@ -194,6 +216,9 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
   if constexpr (kTimed) c0 = cycles();
   const coll_unit u = make_unit(shoal::grid, t);
   if (!u.active) return;
+  std::uint64_t counter_word = 0;
+  if constexpr (kPath == ll_path::counter_first)
+    counter_word = *const_cast<volatile std::uint64_t*>(t.calls + u.channel);
   const reduce_plan<bf16> plan{dst, src, count, 0};
   const range r = split_range(count, 8, u.part, u.parts);
   if constexpr (kDirect) {
@@ -211,7 +236,10 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
     } else {
       switch (chosen) {
         case algorithm::ll:
-          reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          if constexpr (kPath == ll_path::library)
+            reduce_ll<shoal::reduce_op::sum>(unit, t, u.channel, plan, r);
+          else
+            reduce_ll_copy<false, false, kPath == ll_path::counter_first>(t, u.channel, dst, src, r, counter_word);
           if constexpr (kTimed) c3 = cycles();
           break;
         case algorithm::one_shot:
@@ -300,6 +328,10 @@ __global__ void __launch_bounds__(kThreads)
       reduce_replica<kAll, false, true>(t, dst, src, kCount, stamps);
     else if constexpr (V == variant::replica_ll_timed)
       reduce_replica<kLL, false, true>(t, dst, src, kCount, stamps);
+    else if constexpr (V == variant::replica_copy)
+      reduce_replica<kAll, false, false, ll_path::copy>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_counter_first)
+      reduce_replica<kAll, false, false, ll_path::counter_first>(t, dst, src, kCount);
     else if constexpr (V == variant::body)
       reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, ch,
                                        reduce_plan<bf16>{dst, src, kCount, 0}, r);
@@ -384,6 +416,8 @@ int run() {
                       row_of<variant::padded_after_loop>("padded: LL only, dead code after it"),
                       row_of<variant::replica_timed>("timed: replica of shoal::reduce"),
                       row_of<variant::replica_ll_timed>("timed: replica, LL only"),
+                      row_of<variant::replica_copy>("counter: replica, LL copy, read in step"),
+                      row_of<variant::replica_counter_first>("counter: replica, LL copy, read first"),
                       row_of<variant::body>("body: reduce_ll, range set once"),
                       row_of<variant::body_one_load>("body, one load per word"),
                       row_of<variant::body_one_word>("body, one load, one word (no loops)")};
