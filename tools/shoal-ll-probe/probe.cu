@@ -197,15 +197,15 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
 // slower by being in the same kernel. Where the pick lands on an algorithm left out, the kernel traps.
 enum algos : unsigned { kLL = 1, kStaged = 2, kPull = 4, kAcrossNodes = 8, kAll = 15 };
 
-// shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, compiling the algorithms of
-// kHas; kAcrossNodes adds the branch on t.spans_nodes and the steps with the proxy's paths. Or (kDirect)
-// the same set-up calling the LL step straight away, without the pick.
-// With kTimed, each thread adds the cycles of the call's parts to stamps[0..3]: set-up (unit and range),
-// pick (the model's choice and its fit to the unit), the LL step, the finish.
 // How a replica runs its LL step: the library's reduce_ll, or reduce_ll_copy reading the channel's counter
 // in the step or (counter_first) right after make_unit.
 enum class ll_path { library, copy, counter_first };
 
+// shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, compiling the algorithms of
+// kHas; kAcrossNodes adds the branch on t.spans_nodes and the steps with the proxy's paths. Or (kDirect)
+// the same set-up calling the LL step straight away, without the pick. With kTimed, each thread adds the
+// cycles of the call's parts to stamps[0..3]: set-up (unit and range), pick (the model's choice and its fit
+// to the unit), the LL step, the finish. kPath: how the LL step runs.
 template <unsigned kHas, bool kDirect = false, bool kTimed = false, ll_path kPath = ll_path::library>
 __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
                                                std::size_t count, std::uint64_t* stamps = nullptr) {
