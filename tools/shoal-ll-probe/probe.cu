@@ -19,7 +19,9 @@
 //                set-up, the pick, the LL step and the finish: which part grows with the other algorithms?
 //   counter: ... the full replica running LL through reduce_ll_copy, reading the channel's counter in the
 //                step (as the library does) or first thing in the call, so that the set-up and the pick
-//                run while the read is in flight (perf notes 53, 54).
+//                run while the read is in flight (perf notes 53, 54);
+//   given: ...   the full replica with its range, or its range and its algorithm, computed once per kernel
+//                instead of per call: what the set-up and the pick cost a call (perf notes 55).
 //   body         detail::reduce_ll alone, its range computed once per kernel (no set-up per call);
 //   body, one load        a copy of reduce_ll that loads each source word once (for the line and the sum);
 //   body, one word        that copy with one word per thread and step (no loops over words and chunks).
@@ -69,6 +71,8 @@ enum class variant {
   replica_ll_timed,
   replica_copy,
   replica_counter_first,
+  replica_range_given,
+  replica_range_pick_given,
   body,
   body_one_load,
   body_one_word
@@ -201,14 +205,23 @@ enum algos : unsigned { kLL = 1, kStaged = 2, kPull = 4, kAcrossNodes = 8, kAll 
 // in the step or (counter_first) right after make_unit.
 enum class ll_path { library, copy, counter_first };
 
+// What a replica may take from its caller instead of computing per call (kGiven), and the values.
+enum class given { nothing, range, range_and_pick };
+struct given_values {
+  shoal::detail::range r;
+  shoal::algorithm chosen;
+};
+
 // shoal::reduce(grid, t, sum, dst, src, count) as the library writes it, compiling the algorithms of
 // kHas; kAcrossNodes adds the branch on t.spans_nodes and the steps with the proxy's paths. Or (kDirect)
 // the same set-up calling the LL step straight away, without the pick. With kTimed, each thread adds the
 // cycles of the call's parts to stamps[0..3]: set-up (unit and range), pick (the model's choice and its fit
 // to the unit), the LL step, the finish. kPath: how the LL step runs.
-template <unsigned kHas, bool kDirect = false, bool kTimed = false, ll_path kPath = ll_path::library>
+template <unsigned kHas, bool kDirect = false, bool kTimed = false, ll_path kPath = ll_path::library,
+          given kGiven = given::nothing>
 __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16* dst, const bf16* src,
-                                               std::size_t count, std::uint64_t* stamps = nullptr) {
+                                               std::size_t count, std::uint64_t* stamps = nullptr,
+                                               given_values pre = {}) {
   using namespace shoal::detail;
   using shoal::algorithm;
   constexpr source_loads kLoads = source_loads::one_at_a_time;  // as the device API inside users' kernels
@@ -220,15 +233,18 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
   if constexpr (kPath == ll_path::counter_first)
     counter_word = *const_cast<volatile std::uint64_t*>(t.calls + u.channel);
   const reduce_plan<bf16> plan{dst, src, count, 0};
-  const range r = split_range(count, 8, u.part, u.parts);
+  const range r = kGiven != given::nothing ? pre.r : split_range(count, 8, u.part, u.parts);
   if constexpr (kDirect) {
     reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, u.channel, plan, r);
     return;
   }
   if constexpr (kTimed) c1 = cycles();
-  const algorithm picked = t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot);
   const algorithm chosen =
-      fit_to_unit(t, shoal::collective::reduce, picked, r.size() * sizeof(bf16), algorithm::two_shot);
+      kGiven == given::range_and_pick
+          ? pre.chosen
+          : fit_to_unit(t, shoal::collective::reduce,
+                        t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot),
+                        r.size() * sizeof(bf16), algorithm::two_shot);
   if constexpr (kTimed) c2 = cycles();
   auto run = [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
@@ -306,6 +322,12 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   std::uint64_t stamps[kPhases] = {};
   const bool never = out->start_ns == 0;  // the host sets it to ~0 (the padded variants' dead branch)
+  // The range and the algorithm of this CTA's calls, as a call computes them (the `given:` variants).
+  const coll_unit pu = make_unit(shoal::grid, t);
+  given_values pre{split_range(kCount, 8, pu.part, pu.parts), shoal::algorithm::ll};
+  pre.chosen = fit_to_unit(t, shoal::collective::reduce,
+                           t.pick(shoal::collective::reduce, kCount * sizeof(bf16), shoal::algorithm::two_shot),
+                           pre.r.size() * sizeof(bf16), shoal::algorithm::two_shot);
   const std::uint64_t t0 = global_timer_ns(), k0 = cycles();
   for (int i = 0; i < iters; ++i) {
     if constexpr (V == variant::library)
@@ -332,6 +354,10 @@ __global__ void __launch_bounds__(kThreads)
       reduce_replica<kAll, false, false, ll_path::copy>(t, dst, src, kCount);
     else if constexpr (V == variant::replica_counter_first)
       reduce_replica<kAll, false, false, ll_path::counter_first>(t, dst, src, kCount);
+    else if constexpr (V == variant::replica_range_given)
+      reduce_replica<kAll, false, false, ll_path::library, given::range>(t, dst, src, kCount, nullptr, pre);
+    else if constexpr (V == variant::replica_range_pick_given)
+      reduce_replica<kAll, false, false, ll_path::library, given::range_and_pick>(t, dst, src, kCount, nullptr, pre);
     else if constexpr (V == variant::body)
       reduce_ll<shoal::reduce_op::sum>(unit_steps<shoal::block_scope, false>{}, t, ch,
                                        reduce_plan<bf16>{dst, src, kCount, 0}, r);
@@ -418,6 +444,8 @@ int run() {
                       row_of<variant::replica_ll_timed>("timed: replica, LL only"),
                       row_of<variant::replica_copy>("counter: replica, LL copy, read in step"),
                       row_of<variant::replica_counter_first>("counter: replica, LL copy, read first"),
+                      row_of<variant::replica_range_given>("given: replica, range once per kernel"),
+                      row_of<variant::replica_range_pick_given>("given: replica, range and pick once"),
                       row_of<variant::body>("body: reduce_ll, range set once"),
                       row_of<variant::body_one_load>("body, one load per word"),
                       row_of<variant::body_one_word>("body, one load, one word (no loops)")};
