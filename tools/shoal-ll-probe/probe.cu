@@ -139,17 +139,6 @@ __device__ __forceinline__ void ll_step(const shoal::team_handle& t, int ch, bf1
   }
 }
 
-// detail::next_step with the counter's word read earlier by the caller (`word`): the same step, the same
-// store. Valid because nothing else writes the channel's counter between that read and this step.
-template <typename Unit>
-__device__ __forceinline__ shoal::detail::step step_from_word(const shoal::team_handle& t, int ch, std::uint64_t word) {
-  using namespace shoal::detail;
-  const step s{(word & ~kSymmetricMark) + 1, (word & kSymmetricMark) != 0};
-  Unit::sync();
-  if (Unit::leader()) t.calls[ch] = s.epoch | kSymmetricMark;
-  return s;
-}
-
 // A copy of detail::reduce_ll (all-reduce: one source block, block_stride 0) with two simplifications
 // that can be switched on: kOneLoad loads a word once for the line and the sum; kOneWord assumes one
 // 8-byte word per thread and one chunk per call (true here) and drops the loops. With kWordGiven the first
@@ -168,8 +157,9 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
   for (std::size_t off = begin; off < end_all; off += payload) {
     const std::size_t end = off + payload < end_all ? off + payload : end_all;
     prefetch_first_words<Unit>(off, end, 1, [&](int) { return src; });
+    // A word read before the set-up is still current: nothing writes the channel's counter in between.
     const step s =
-        kWordGiven && off == begin ? step_from_word<Unit>(t, ch, counter_word) : next_step(unit, t, ch, true);
+        kWordGiven && off == begin ? step_from_word(unit, t, ch, counter_word, true) : next_step(unit, t, ch, true);
     const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);

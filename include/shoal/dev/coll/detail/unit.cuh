@@ -83,16 +83,22 @@ struct step {
 };
 inline constexpr std::uint64_t kSymmetricMark = std::uint64_t{1} << 63;
 
-// The unit's next step on its channel; `symmetric` marks this step for the next one. Every thread reads
-// the counter, the unit meets, the leader stores the new value; the unit meets again before its next
-// read (each step ends with a meeting).
+// The step after the one whose counter word is `word` (read from t.calls[channel] by every thread of the
+// unit since its last meeting); `symmetric` marks this step for the next one. The unit meets, the leader
+// stores the new value.
 template <typename Unit>
-__device__ inline step next_step(Unit, const team_handle& t, int channel, bool symmetric) {
-  const std::uint64_t word = *const_cast<volatile std::uint64_t*>(t.calls + channel);
+__device__ inline step step_from_word(Unit, const team_handle& t, int channel, std::uint64_t word, bool symmetric) {
   const step s{(word & ~kSymmetricMark) + 1, (word & kSymmetricMark) != 0};
   Unit::sync();
   if (Unit::leader()) t.calls[channel] = s.epoch | (symmetric ? kSymmetricMark : 0);
   return s;
+}
+
+// The unit's next step on its channel: every thread reads the counter, then step_from_word. The unit meets
+// again before its next read (each step ends with a meeting).
+template <typename Unit>
+__device__ inline step next_step(Unit unit, const team_handle& t, int channel, bool symmetric) {
+  return step_from_word(unit, t, channel, *const_cast<volatile std::uint64_t*>(t.calls + channel), symmetric);
 }
 
 // Member `member`'s copy of this PE's team object `p` (a symmetric address).
