@@ -44,7 +44,7 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
 
 // Whether an on-stream call launches its collective's LL kernel (see detail::algorithm_set): the host
 // picked `algo` = LL and every CTA keeps it for its share of the `block_bytes` that one member sends one
-// peer, as the device's fit_to_unit decides. Otherwise the kernel of the other algorithms runs.
+// peer, as the device's team_handle::pick_for_unit decides. Otherwise the kernel of the other algorithms runs.
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch);
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "coll/hierarchical.hpp"
 #include "coll/stream_common.hpp"
@@ -188,7 +189,53 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
 }
 
-// An on-stream call runs its LL kernel only where the device's fit_to_unit keeps LL for every CTA: a
+// What a device call runs: pick_for_unit (the fused form in-kernel calls use) must equal pick followed by
+// keeps_algorithm (the unit's fit, which the host also applies) for every collective, forced or not, within
+// a node or across nodes, at call and share sizes around each threshold.
+TEST(CollTuning, PickForUnitIsPickThenTheUnitsFit) {
+  team_handle base;
+  base.ll_bytes = 16 << 10;
+  base.tuning = make_tuning(coll_model_table{}, 4, no_env);
+  // Sizes on and 16 bytes either side of every edge: the shares LL and one-shot keep, and each threshold.
+  std::vector<std::uint64_t> edges{0, base.ll_bytes / 2, base.ll_bytes, 2 * base.ll_bytes, 4 * base.ll_bytes};
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    edges.push_back(base.tuning.ll_max_bytes[c]);
+    edges.push_back(base.tuning.one_shot_max_bytes[c]);
+  }
+  std::vector<std::uint64_t> sizes{1, std::uint64_t{1} << 40};
+  for (std::uint64_t edge : edges) {
+    sizes.push_back(edge);
+    sizes.push_back(edge + 16);
+    if (edge >= 16) sizes.push_back(edge - 16);
+  }
+  int checked = 0;
+  for (collective c : {collective::broadcast, collective::fcollect, collective::alltoall, collective::reduce,
+                       collective::reducescatter}) {
+    for (int forced :
+         {-1, int(algorithm::ll), int(algorithm::one_shot), int(algorithm::two_shot), int(algorithm::direct)}) {
+      for (int spans : {0, 1}) {
+        team_handle h = base;
+        h.spans_nodes = spans;
+        h.tuning.forced[static_cast<int>(c)] = static_cast<std::int8_t>(forced);
+        for (std::uint64_t bytes : sizes) {
+          for (std::uint64_t unit_bytes : sizes) {
+            if (unit_bytes > bytes) continue;
+            const algorithm large = large_of(c);
+            const algorithm picked = h.pick(c, bytes, large);
+            const algorithm expected = h.keeps_algorithm(c, picked, unit_bytes) ? picked : large;
+            ASSERT_EQ(h.pick_for_unit(c, bytes, unit_bytes, large), expected)
+                << to_string(c) << " forced=" << forced << " spans=" << spans << " bytes=" << bytes
+                << " unit_bytes=" << unit_bytes;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+// An on-stream call runs its LL kernel only where the device's pick_for_unit keeps LL for every CTA: a
 // share of at most four LL steps (2 x ll_bytes), any share when LL is forced, never for other picks.
 TEST(CollTuning, OnStreamLLKernelOnlyWhereEveryCTAKeepsLL) {
   team_handle h;

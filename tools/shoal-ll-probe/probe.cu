@@ -229,12 +229,10 @@ __device__ __forceinline__ void reduce_replica(const shoal::team_handle& t, bf16
     return;
   }
   if constexpr (kTimed) c1 = cycles();
-  const algorithm chosen =
-      kGiven == given::range_and_pick
-          ? pre.chosen
-          : fit_to_unit(t, shoal::collective::reduce,
-                        t.pick(shoal::collective::reduce, count * sizeof(bf16), algorithm::two_shot),
-                        r.size() * sizeof(bf16), algorithm::two_shot);
+  const algorithm chosen = kGiven == given::range_and_pick
+                               ? pre.chosen
+                               : t.pick_for_unit(shoal::collective::reduce, count * sizeof(bf16),
+                                                 r.size() * sizeof(bf16), algorithm::two_shot);
   if constexpr (kTimed) c2 = cycles();
   auto run = [&](auto unit) {
     if constexpr (decltype(unit)::proxied) {
@@ -315,9 +313,8 @@ __global__ void __launch_bounds__(kThreads)
   // The range and the algorithm of this CTA's calls, as a call computes them (the `given:` variants).
   const coll_unit pu = make_unit(shoal::grid, t);
   given_values pre{split_range(kCount, 8, pu.part, pu.parts), shoal::algorithm::ll};
-  pre.chosen = fit_to_unit(t, shoal::collective::reduce,
-                           t.pick(shoal::collective::reduce, kCount * sizeof(bf16), shoal::algorithm::two_shot),
-                           pre.r.size() * sizeof(bf16), shoal::algorithm::two_shot);
+  pre.chosen = t.pick_for_unit(shoal::collective::reduce, kCount * sizeof(bf16), pre.r.size() * sizeof(bf16),
+                               shoal::algorithm::two_shot);
   const std::uint64_t t0 = global_timer_ns(), k0 = cycles();
   for (int i = 0; i < iters; ++i) {
     if constexpr (V == variant::library)

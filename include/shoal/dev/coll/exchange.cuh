@@ -155,8 +155,7 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
     exchange_ll(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, p, r, send_block, sends_to, receives_from);
   } else {
     // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
-    const algorithm chosen =
-        fit_to_unit(t, coll, t.pick(coll, p.bytes, algorithm::direct), r.size(), algorithm::direct);
+    const algorithm chosen = t.pick_for_unit(coll, p.bytes, r.size(), algorithm::direct);
     with_unit_steps(scope, t, [&](auto unit) {
       if constexpr (decltype(unit)::proxied) {  // across nodes the pick is one_shot or direct
         if (chosen == algorithm::direct)

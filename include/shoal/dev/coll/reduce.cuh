@@ -165,8 +165,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
-    const algorithm picked = t.pick(collective::reduce, count * sizeof(T), algorithm::two_shot);
-    const algorithm chosen = fit_to_unit(t, collective::reduce, picked, r.size() * sizeof(T), algorithm::two_shot);
+    const algorithm chosen =
+        t.pick_for_unit(collective::reduce, count * sizeof(T), r.size() * sizeof(T), algorithm::two_shot);
     with_unit_steps(scope, t, [&](auto unit) {
       if constexpr (decltype(unit)::proxied) {
         reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
@@ -207,8 +207,8 @@ __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, 
   if constexpr (kSet == algorithm_set::ll_only) {
     reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
   } else {
-    const algorithm picked = t.pick(collective::reducescatter, count * sizeof(T), algorithm::direct);
-    const algorithm chosen = fit_to_unit(t, collective::reducescatter, picked, r.size() * sizeof(T), algorithm::direct);
+    const algorithm chosen =
+        t.pick_for_unit(collective::reducescatter, count * sizeof(T), r.size() * sizeof(T), algorithm::direct);
     with_unit_steps(scope, t, [&](auto unit) {
       if constexpr (decltype(unit)::proxied) {
         reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot

@@ -224,10 +224,4 @@ __device__ inline void require_one_node(const team_handle& t, const char* call) 
   if (t.spans_nodes != 0) report_ll_only_across_nodes(t.world, call);
 }
 
-// `chosen`, or `large` where the unit's share is too big for it (team_handle::keeps_algorithm).
-__device__ inline algorithm fit_to_unit(const team_handle& t, collective coll, algorithm chosen,
-                                        std::uint64_t unit_bytes, algorithm large) {
-  return t.keeps_algorithm(coll, chosen, unit_bytes) ? chosen : large;
-}
-
 }  // namespace shoal::detail
