@@ -91,17 +91,12 @@ struct team_handle {
     return !((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step);
   }
 
-  // pick, then keeps_algorithm, in one: what a unit whose share of a `bytes` call is `unit_bytes` runs.
-  // The model's choice on a team within a node is tested first and alone, a short chain ahead of every
-  // in-kernel call's first step.
+  // What a unit whose share of a `bytes` call is `unit_bytes` runs: the pick, or `large` where the
+  // unit's share is too big for it (keeps_algorithm). The same on every member's unit of a channel.
   SHOAL_HD constexpr algorithm pick_for_unit(collective coll, std::uint64_t bytes, std::uint64_t unit_bytes,
                                              algorithm large) const {
-    const int c = static_cast<int>(coll);
-    if (tuning.forced[c] >= 0 || spans_nodes != 0) return pick(coll, bytes, large);
-    if (bytes <= tuning.ll_max_bytes[c]) return unit_bytes <= 4 * std::uint64_t(ll_bytes / 2) ? algorithm::ll : large;
-    if (bytes <= tuning.one_shot_max_bytes[c])
-      return unit_bytes <= 4 * std::uint64_t(ll_bytes) ? algorithm::one_shot : large;
-    return large;
+    const algorithm a = pick(coll, bytes, large);
+    return keeps_algorithm(coll, a, unit_bytes) ? a : large;
   }
 
   // The same team with `algo` forced for `coll` (as SHOAL_ALGO_<COLL> does for every call).

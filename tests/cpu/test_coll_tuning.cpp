@@ -189,7 +189,7 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
 }
 
-// What a device call runs: pick_for_unit (the fused form in-kernel calls use) must equal pick followed by
+// What a device call runs: pick_for_unit (which in-kernel calls use) must equal pick followed by
 // keeps_algorithm (the unit's fit, which the host also applies) for every collective, forced or not, within
 // a node or across nodes, at call and share sizes around each threshold.
 TEST(CollTuning, PickForUnitIsPickThenTheUnitsFit) {

@@ -1,6 +1,7 @@
 // detail::split_range, which gives each unit of a collective its share (host and device share the code):
-// the parts tile [0, count) in order, start on group boundaries, differ by at most one group, and the
-// 32-bit division it uses for counts below 2^32 groups agrees with plain 64-bit arithmetic.
+// the parts tile [0, count) in order, start on group boundaries, differ by at most one group, and its 32-bit
+// arithmetic (a shift for powers of two) agrees with plain 64-bit arithmetic, in groups coarsened to fit
+// 32 bits past 2^32 of them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +15,15 @@ namespace {
 using shoal::detail::range;
 using shoal::detail::split_range;
 
+// The group the split uses: the caller's, doubled until the count has at most 2^32 - 1 groups.
+std::uint64_t coarse_group(std::uint64_t count, std::uint64_t group) {
+  while ((count + group - 1) / group > UINT32_MAX) group *= 2;
+  return group;
+}
+
 // The split written out in 64-bit arithmetic, as a reference.
-range reference_split(std::uint64_t count, std::uint64_t group, int part, int parts) {
+range reference_split(std::uint64_t count, std::uint64_t caller_group, int part, int parts) {
+  const std::uint64_t group = coarse_group(count, caller_group);
   const std::uint64_t groups = (count + group - 1) / group;
   const std::uint64_t per = groups / std::uint64_t(parts), extra = groups % std::uint64_t(parts);
   const std::uint64_t p = std::uint64_t(part);
@@ -37,7 +45,8 @@ void expect_tiling(std::uint64_t count, std::uint64_t group, int parts) {
     if (r.end < count) smallest = std::min(smallest, r.size()), largest = std::max(largest, r.size());
   }
   EXPECT_EQ(next, count);
-  if (largest != 0) EXPECT_LE(largest - smallest, group) << "full parts differ by at most one group";
+  if (largest != 0)
+    EXPECT_LE(largest - smallest, coarse_group(count, group)) << "full parts differ by at most one group";
 }
 
 TEST(SplitRange, TilesSmallCountsExactly) {
@@ -56,11 +65,17 @@ TEST(SplitRange, RandomCountsAgreeWithTheReference) {
   }
 }
 
-TEST(SplitRange, CountsBeyond32BitsOfGroupsTakeThe64BitPath) {
-  // 2^32 groups and more: the shares are still exact (the 32-bit shortcut must not be taken).
-  for (std::uint64_t count : {(std::uint64_t{1} << 32) - 1, std::uint64_t{1} << 32, (std::uint64_t{1} << 32) + 17,
-                              (std::uint64_t{1} << 36) + 5, (std::uint64_t{1} << 40) + 123457})
-    for (int parts : {1, 3, 128, 1000}) expect_tiling(count, 1, parts);
+TEST(SplitRange, CountsBeyond32BitsOfGroupsSplitInCoarserGroups) {
+  // Up to 2^32 - 1 groups the caller's group is kept; from 2^32 groups on it doubles until the groups fit
+  // 32 bits, and the parts tile the count in those coarser steps.
+  EXPECT_EQ(coarse_group((std::uint64_t{1} << 32) - 1, 1), 1u);
+  expect_tiling((std::uint64_t{1} << 32) - 1, 1, 3);
+  for (std::uint64_t count : {std::uint64_t{1} << 32, (std::uint64_t{1} << 32) + 17, (std::uint64_t{1} << 36) + 5,
+                              (std::uint64_t{1} << 40) + 123457})
+    for (std::uint64_t group : {1, 16}) {  // count groups of `group` elements
+      ASSERT_GT(coarse_group(count * group, group), group) << count;
+      for (int parts : {2, 3, 128, 1000}) expect_tiling(count * group, group, parts);
+    }
 }
 
 }  // namespace

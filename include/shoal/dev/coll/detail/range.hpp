@@ -29,28 +29,33 @@ SHOAL_HD inline int popcount32(std::uint32_t x) {
 
 // Part `part` of `parts` (0 <= part < parts) of `count` elements split in groups of `group` (the last one
 // may be short): each part starts on a group boundary (16 bytes for the vector paths), and where the
-// groups do not divide evenly the first parts take one group more than the others.
+// groups do not divide evenly the first parts take one group more than the others. Past 2^32 groups
+// (64 GiB of bytes in 16-byte groups) the groups double until they fit 32 bits: the parts still tile the
+// count on group boundaries, in coarser steps.
+//
+// The arithmetic is 32-bit and, for a power of two of parts, a shift: on the GPU a 64-bit division is a
+// subroutine of ~100 instructions (0.2 µs of an LL call, perf notes 43), and even the 32-bit one sat on
+// the dependent chain of every in-kernel call's set-up (perf notes 55). Without a 64-bit path the set-up
+// of every in-kernel collective is shorter and spills less (perf notes 56).
 SHOAL_HD inline range split_range(std::size_t count, std::size_t group, int part, int parts) {
-  const std::size_t groups = (count + group - 1) / group;
-  std::size_t per, extra;
-  // On the GPU a 64-bit division is a subroutine of ~100 instructions: in an LL call it cost 0.2 µs
-  // (perf notes 43). Any real count fits 32 bits of groups.
-  const auto p = std::uint32_t(parts);
-  if (groups <= UINT32_MAX && (p & (p - 1)) == 0) {
-    // A power of two (grids of 1, 2, 4, 8 ... CTAs): a shift. Even the 32-bit division sat on the
-    // dependent chain of every in-kernel call's set-up (perf notes 55).
-    const int shift = popcount32(p - 1);
-    per = std::uint32_t(groups) >> shift;
-    extra = std::uint32_t(groups) & (p - 1);
-  } else if (groups <= UINT32_MAX) {
-    per = std::uint32_t(groups) / p;
-    extra = std::uint32_t(groups) % p;
-  } else {
-    per = groups / std::size_t(parts);
-    extra = groups % std::size_t(parts);
+  if (parts == 1) return {0, count};  // thread, warp and block scope: folded away
+  std::size_t groups = (count + group - 1) / group;
+  while (groups > UINT32_MAX) {  // ceil(ceil(count / g) / 2) == ceil(count / 2g)
+    groups = (groups + 1) / 2;
+    group *= 2;
   }
-  const std::size_t first = std::size_t(part) * per + (std::size_t(part) < extra ? std::size_t(part) : extra);
-  const std::size_t n = per + (std::size_t(part) < extra ? 1 : 0);
+  const auto g = std::uint32_t(groups), p = std::uint32_t(parts), k = std::uint32_t(part);
+  std::uint32_t per, extra;
+  if ((p & (p - 1)) == 0) {  // grids of 2, 4, 8 ... CTAs
+    const int shift = popcount32(p - 1);
+    per = g >> shift;
+    extra = g & (p - 1);
+  } else {
+    per = g / p;
+    extra = g % p;
+  }
+  const std::size_t first = std::size_t(k) * per + (k < extra ? k : extra);
+  const std::size_t n = per + (k < extra ? 1 : 0);
   std::size_t begin = first * group, end = (first + n) * group;
   if (begin > count) begin = count;
   if (end > count) end = count;
