@@ -23,6 +23,8 @@ void check_root(const team& t, int root, const char* call);
 void check_op_for_floating(reduce_op op, const char* call);  // bit operators: integers only
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call);
 
+// Threads per CTA of on-stream collective kernels (their launch bound); LL launches take fewer where the
+// CTA's share has fewer 8-byte words (plan_launch).
 inline constexpr unsigned kCollThreads = 512;
 // Least bytes per CTA of an on-stream LL, staged (one_shot) and streaming (two_shot, direct) call.
 inline constexpr std::uint64_t kLLShare = 1024;
@@ -40,6 +42,8 @@ struct coll_launch {
 // CTAs for a grid-scope collective running `algo`: as many as give each a useful share, at most the
 // view's channels; the same on every member. LL and staged steps carry `block_bytes` (what one member
 // sends one peer) per CTA and step; the other algorithms stream `total_bytes` (what a member moves).
+// Threads per CTA: kCollThreads, or for LL one per 8-byte word of the largest share (whole warps, at most
+// kCollThreads). Every collective kernel works with any of these block sizes.
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
 // Whether an on-stream call launches its collective's LL kernel (see detail::algorithm_set): the host

@@ -189,6 +189,29 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
 }
 
+// An on-stream LL launch gives each thread one 8-byte word of the largest CTA share, in whole warps, from one
+// warp up to kCollThreads (then threads take several words); the other algorithms keep kCollThreads.
+TEST(CollTuning, OnStreamLLLaunchesOneThreadPerWord) {
+  team_handle h;
+  h.channel_count = 128;
+  h.resident_ctas = 132;
+  h.ll_bytes = 16 << 10;
+  auto ll = [&](std::uint64_t block_bytes) { return plan_launch(h, algorithm::ll, block_bytes, block_bytes); };
+  EXPECT_EQ(ll(4).ctas, 1u);
+  EXPECT_EQ(ll(4).threads, 32u);    // one word: one warp
+  EXPECT_EQ(ll(4 << 10).ctas, 4u);  // 1 KiB per CTA
+  EXPECT_EQ(ll(4 << 10).threads, 128u);
+  EXPECT_EQ(ll(1000).threads, 128u);  // 1000 bytes, one CTA: 125 words, four warps
+  EXPECT_EQ(ll(64 << 10).ctas, 64u);
+  EXPECT_EQ(ll(64 << 10).threads, 128u);
+  h.channel_count = 2;  // capped: 32 KiB per CTA, 4096 words, several per thread
+  EXPECT_EQ(ll(64 << 10).ctas, 2u);
+  EXPECT_EQ(ll(64 << 10).threads, kCollThreads);
+  EXPECT_EQ(ll(5 << 10).threads, 320u);  // 2.5 KiB per CTA: 320 words
+  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 4 << 10, 4 << 10).threads, kCollThreads);
+  EXPECT_EQ(plan_launch(h, algorithm::two_shot, 4 << 10, 4 << 10).threads, kCollThreads);
+}
+
 // What a device call runs: pick_for_unit (which in-kernel calls use) must equal pick followed by
 // keeps_algorithm (the unit's fit, which the host also applies) for every collective, forced or not, within
 // a node or across nodes, at call and share sizes around each threshold.
