@@ -57,6 +57,14 @@ void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::si
     throw error(errc::invalid_argument, call, "dst and src overlap");
 }
 
+namespace {
+// The largest share of `block_bytes` a launch of `ctas` CTAs gives one CTA: units split the block in 16-byte
+// groups as the device does, and the first CTA's share is the largest.
+std::uint64_t largest_share(std::uint64_t block_bytes, unsigned ctas) {
+  return split_range(block_bytes, 16, 0, int(ctas)).size();
+}
+}  // namespace
+
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes) {
   // Per-CTA shares of a few KiB, so that calls spread over many SMs: one SM writes at most ~50 GB/s
   // (perf notes 32) and a step's latency is paid once per CTA in parallel, so even a 4 KiB LL call,
@@ -74,16 +82,14 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   // An LL step gives each thread one 8-byte word of the CTA's share: threads beyond the words would only
   // meet at every CTA barrier and run the set-up. Whole warps, at most kCollThreads (then each thread takes
   // several words per step). Narrowed this way, graph-replayed LL calls took 2–18% less (perf notes 57).
-  const std::uint64_t words = (split_range(block_bytes, 16, 0, int(ctas)).size() + 7) / 8;
+  const std::uint64_t words = (largest_share(block_bytes, ctas) + 7) / 8;
   return {ctas, unsigned(std::clamp<std::uint64_t>((words + 31) / 32 * 32, 32, kCollThreads))};
 }
 
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch) {
   if (algo != algorithm::ll) return false;
-  // Units split the block in 16-byte groups as the device does; the first CTA's share is the largest.
-  const std::uint64_t largest_share = split_range(block_bytes, 16, 0, int(launch.ctas)).size();
-  return t.keeps_algorithm(coll, algo, largest_share);
+  return t.keeps_algorithm(coll, algo, largest_share(block_bytes, launch.ctas));
 }
 
 void check_launch(const char* call) { check_launch(cudaGetLastError(), call); }
