@@ -8,7 +8,9 @@
 # test tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
 # without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host),
 # MPS (auto: a run with more PEs than GPUs shares them through a private MPS daemon when the driver has one;
-# 0: never, so PEs sharing a GPU take turns on it; see docs/getting-started.md, "More PEs than GPUs").
+# 0: never, so PEs sharing a GPU take turns on it; see docs/getting-started.md, "More PEs than GPUs"),
+# SANITIZE (compute-sanitizer tools to run over the tier, e.g. "memcheck racecheck synccheck"; SANITIZE_PES,
+# default 1, and SANITIZE_TIMEOUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -33,7 +35,7 @@ SHOALRUN=$BUILD/bin/shoalrun
 source scripts/gpu-sharing.sh
 trap mps_stop EXIT
 most_pes=2
-for n in ${PES:-1 2} ${PERF_PES:-2}; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
+for n in ${PES:-1 2} ${PERF_PES:-2} ${SANITIZE:+${SANITIZE_PES:-1}}; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
 mps_start_for $most_pes
 
 summary=()
@@ -58,6 +60,20 @@ done
 if [ -x "$BUILD/bin/ring_exchange" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
   run_step "example ring_exchange" examples.log -- launch 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
 fi
+
+# compute-sanitizer over the GPU tier, one run per tool named in SANITIZE (e.g. "memcheck racecheck synccheck";
+# 0.5-3 minutes each at 1 PE on an H200), at SANITIZE_PES PEs (default 1). A run passes when the tool
+# reports no error and every test passes.
+for tool in ${SANITIZE:-}; do
+  n=${SANITIZE_PES:-1}
+  if [ "$gpus" -ge 1 ] && command -v compute-sanitizer > /dev/null; then
+    run_step "compute-sanitizer $tool, $n PE$(sharing $n)" "sanitize_$tool.log" -- launch "$n" \
+      --timeout "${SANITIZE_TIMEOUT:-400}" -- compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 30 \
+      "$BUILD/bin/shoal_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+  else
+    record "compute-sanitizer $tool" skip 0 "no GPU or no compute-sanitizer on PATH"
+  fi
+done
 
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "wait-timeout:timed out after .* waiting for wait_until"; do
