@@ -83,7 +83,8 @@ void print_topology(const topology& topo, const std::string& topo_error, bool em
   if (topo.gpus.empty()) {
     fmt::print("GPUs: none (no GPU: {})\n\n", topo.no_gpu_reason);
     fmt::print(
-        "Transports: PEs here could only reach each other through the proxy, which is not in this build yet.\n\n");
+        "Transports: none here. A PE needs a GPU (shoal::init says so); only a host-only world "
+        "(init_options{{.device = shoal::kNoDevice}}) starts without one.\n\n");
     return;
   }
   fmt::print("GPUs ({})\n", topo.gpus.size());
