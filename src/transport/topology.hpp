@@ -63,7 +63,7 @@ std::string link_label(const gpu_link& link);
 // Which mechanism serves a pair of PEs. User kernels never see this; it is data the runtime acts on.
 enum class transport_kind {
   p2p,    // load/store through a peer mapping (NVLink or PCIe); needs the same node and peer access
-  proxy,  // network operations issued by the host proxy thread (not available yet: arrives with the proxy)
+  proxy,  // network operations issued by the PE's host proxy thread over UCX (other nodes, or no peer access)
 };
 
 std::string_view to_string(transport_kind kind) noexcept;
