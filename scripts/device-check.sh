@@ -57,9 +57,11 @@ for n in ${PES:-1 2}; do
   fi
 done
 
-if [ -x "$BUILD/bin/ring_exchange" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
-  run_step "example ring_exchange" examples.log -- launch 2 --timeout 60 -- "$BUILD/bin/ring_exchange"
-fi
+for example in ring_exchange allreduce; do
+  if [ -x "$BUILD/bin/$example" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
+    run_step "example $example" examples.log -- launch 2 --timeout 60 -- "$BUILD/bin/$example"
+  fi
+done
 
 # compute-sanitizer over the GPU tier, one run per tool named in SANITIZE (e.g. "memcheck racecheck synccheck";
 # 0.5-3 minutes each at 1 PE on an H200), at SANITIZE_PES PEs (default 1). A run passes when the tool
