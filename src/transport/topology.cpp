@@ -278,8 +278,7 @@ std::string_view describe(transport_kind kind) noexcept {
     case transport_kind::p2p:
       return "loads and stores through a peer mapping of the symmetric heap (NVLink or PCIe)";
     case transport_kind::proxy:
-      return "network operations issued by the PE's host proxy thread over UCX (the Network line says what this build "
-             "has)";
+      return "network operations issued by the PE's host proxy thread over UCX (see the Network line)";
   }
   return "?";
 }
