@@ -48,6 +48,7 @@ int on_a_stream(shoal::world& w) {
       !cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture"))
     return 1;
   produce<<<64, 256, 0, stream>>>(x, n, w.pe(), step);
+  if (!cuda_ok(cudaGetLastError(), "produce launch")) return 1;
   shoal::reduce_on_stream(all, x, x, n, shoal::reduce_op::sum, stream);  // in place; no host wait inside
   if (!cuda_ok(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture") ||
       !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"))
@@ -69,13 +70,12 @@ int on_a_stream(shoal::world& w) {
   std::printf("PE %d: %d graph replays of produce + reduce_on_stream over %zu floats: %s\n", w.pe(), steps, n,
               wrong ? "WRONG" : "ok");
 
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  cudaFree(step);
+  const bool freed = cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy") &&
+                     cuda_ok(cudaGraphDestroy(graph), "cudaGraphDestroy") &&
+                     cuda_ok(cudaStreamDestroy(stream), "cudaStreamDestroy") && cuda_ok(cudaFree(step), "cudaFree");
   barrier_all(w);  // nobody frees x while a peer may still use it
   w.free(x);
-  return wrong ? 1 : 0;
+  return wrong || !freed ? 1 : 0;
 }
 
 // ---- 2. inside one kernel, at grid scope ---------------------------------------------------------------
@@ -119,10 +119,10 @@ int inside_a_kernel(shoal::world& w) {
   std::printf("PE %d: %d steps of compute + grid-scope reduce (ll_only) over %zu floats in one kernel: %s\n", w.pe(),
               steps, n, wrong ? "WRONG" : "ok");
 
-  cudaFree(total);
+  const bool freed = cuda_ok(cudaFree(total), "cudaFree");
   barrier_all(w);
   w.free(y);
-  return wrong ? 1 : 0;
+  return wrong || !freed ? 1 : 0;
 }
 
 }  // namespace

@@ -42,17 +42,20 @@ int run() {
   }
 
   std::vector<int> got(count);
-  cudaMemcpy(got.data(), inbox, count * sizeof(int), cudaMemcpyDeviceToHost);
+  if (cudaMemcpy(got.data(), inbox, count * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    std::fprintf(stderr, "copy back failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
   int prev = (world.pe() + world.n_pes() - 1) % world.n_pes();
   int wrong = 0;
   for (int i = 0; i < count; ++i) wrong += got[i] != prev * 1000003 + i;
   std::printf("PE %d received %d ints from PE %d: %s\n", world.pe(), count, prev, wrong ? "WRONG" : "ok");
 
   barrier_all(world);  // nobody frees while a peer may still write
-  cudaFree(outbox);
+  const bool freed = cudaFree(outbox) == cudaSuccess;
   world.free(arrived);
   world.free(inbox);
-  return wrong ? 1 : 0;
+  return wrong || !freed ? 1 : 0;
 }
 
 int main() {
