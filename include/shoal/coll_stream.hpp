@@ -1,4 +1,5 @@
-// Collectives on a stream: each call enqueues one kernel on `stream` and returns at once; no host
+// Collectives on a stream: each call enqueues its work on `stream` (one kernel, or kernels and copies on
+// the copy-engine and hierarchical paths) and returns at once; no host
 // synchronization inside, so every call can be captured in a CUDA graph and replayed. The algorithm is
 // the cost model's choice for the team and size (SHOAL_ALGO_<COLLECTIVE> forces one). Every member of
 // the team makes the same calls in the same order; PEs outside the team must not call.

@@ -12,7 +12,8 @@ namespace shoal {
 
 namespace detail {
 struct proxy_channel;  // shoal/detail/proxy_channel.hpp
-// Internal synchronization words of one PE, at the same heap offset on every PE (see host/sync_state).
+// Internal synchronization words of one PE, at the same heap offset on every PE (allocated by init,
+// src/host/world.cpp).
 struct sync_state {
   std::uint64_t device_barrier_epoch;  // device barriers this PE has completed (kernel and graph forms)
   std::uint64_t grid_arrivals;         // grid-scope sync of this PE's running kernel: CTAs arrived

@@ -1,7 +1,8 @@
 // Host-initiated RMA and atomics on symmetric objects, blocking: each call has completed (the data or
-// the update is visible at the target) when it returns. Bulk data moves with the GPU's copy engines;
-// scalar and atomic forms launch one tiny kernel on the world's internal stream. For calls ordered with
-// your own GPU work, use the *_on_stream forms of shoal/stream.hpp instead.
+// the update is visible at the target) when it returns, except atomic_set to a PE on another node, which
+// the proxy completes by quiet() (the other atomics fetch, so they wait). Within a node data moves with the
+// GPU's copy engines (p and g too); atomics launch a one-thread kernel on the world's internal stream. For
+// calls ordered with your own GPU work, use the *_on_stream forms of shoal/stream.hpp instead.
 // Errors (PE out of range, address outside the heap, unreachable PE) throw shoal::error naming the call.
 #pragma once
 
@@ -30,7 +31,8 @@ T g(world& w, const T* src, int pe) {
   return value;
 }
 
-// Host-initiated operations are complete on return, so quiet only drains the world's internal stream.
+// Drains the world's internal stream and, when the job spans nodes, waits for the proxy to complete what it
+// had only posted (atomic_set to other nodes).
 void quiet(world& w);
 
 // Every PE's host reaches the barrier; on return every PE's host-initiated RMA before it is complete.

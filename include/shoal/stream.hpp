@@ -1,8 +1,9 @@
 // Stream-ordered RMA, signals, waits and barriers: each call enqueues work on `stream` and returns at
 // once; the operation happens in stream order and completes before later work on that stream starts.
-// All of them can be captured in a CUDA graph and replayed. Data moves with the copy engines; signal
-// set/wait use stream memory operations (cuStreamWriteValue64 / cuStreamWaitValue64), which need no
-// kernel launch; forms that memory operations cannot express launch a one-thread kernel.
+// All of them can be captured in a CUDA graph and replayed. Within a node data moves with the copy engines;
+// signal set/wait use stream memory operations (cuStreamWriteValue64 / cuStreamWaitValue64), which need no
+// kernel launch; forms that memory operations cannot express launch a one-thread kernel. To a PE on
+// another node, each call is a one-thread kernel that posts it to the proxy (see quiet_on_stream).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,15 +30,18 @@ void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream);
 
 // Everything enqueued on `stream` before this is complete and visible at its targets before anything
-// enqueued after it runs. Stream order already gives this for shoal's stream operations and for kernels
-// (a kernel's stores are performed when it completes), so nothing needs to be enqueued.
+// enqueued after it runs. Within a node stream order already gives this for shoal's stream operations and
+// for kernels (a kernel's stores are performed when it completes), so nothing is enqueued; when the job
+// spans nodes it enqueues a kernel that waits for the proxy's requests.
 void quiet_on_stream(world& w, cudaStream_t stream);
 
 // All PEs meet in stream order: later work on `stream` starts once every PE's stream reached its
 // barrier, and every PE's work before it is complete. It is a one-warp kernel whose epochs live in device
 // memory, so it may be captured in a CUDA graph and the graph replayed any number of times, and captured
-// and direct calls mix freely. Its launch overlaps the previous kernel's (SHOAL_COLL_PDL). It has flags of
-// its own: a barrier_all in a kernel on another stream does not take part in it.
+// and direct calls mix freely. Within a node its launch overlaps the previous kernel's (SHOAL_COLL_PDL) and
+// it has flags of its own: a barrier_all in a kernel on another stream does not take part in it. When the
+// job spans nodes it is the device barrier (barrier_all at warp scope), which reaches peers through the
+// proxy and shares the in-kernel barrier's flags.
 void barrier_all_on_stream(world& w, cudaStream_t stream);
 
 }  // namespace shoal

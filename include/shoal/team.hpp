@@ -1,6 +1,7 @@
 // shoal::team: a set of PEs that run collectives together, and the owner of their synchronization
 // state and scratch in the symmetric heap (sized at creation from SHOAL_TEAM_CHANNELS and
-// SHOAL_TEAM_SCRATCH_BYTES; there is no limit on the number of teams beyond heap space).
+// SHOAL_TEAM_SCRATCH_BYTES, or at most 8 channels of at least 1 MiB when a team of the creation spans
+// nodes; there is no limit on the number of teams beyond heap space).
 //
 // Predefined teams live as long as their world: world_team(w) (every PE), node_team(w) (the PEs of
 // this PE's node: its load/store domain) and same_local_rank_team(w) (one PE per node, those with this
@@ -54,12 +55,13 @@ class team {
   // allocated. Used by the functions below and by init; applications call split_strided or split_2d.
   team(world& w, team_layout layout, bool request_ok = true, const std::string& why = {});
 
-  // Whether every member is load/store reachable from this PE (on-stream calls refuse teams that are
-  // not, until the proxy transport serves other nodes).
+  // Whether every member can be reached from this PE: by loads and stores, or through the proxy when the
+  // job has one (members on other nodes). On-stream calls refuse a team that is not.
   bool reachable() const noexcept { return reachable_; }
 
-  // On-stream direct broadcast, fcollect and alltoall move blocks of at least this many bytes with the
-  // copy engines instead of SM copies (SHOAL_COLL_CE_BYTES when the team was created; 0: never).
+  // On-stream direct broadcast, fcollect and alltoall, and a two-member team's reductions, move blocks of
+  // at least this many bytes with the copy engines instead of SM copies (SHOAL_COLL_CE_BYTES when the team
+  // was created; 0: never, as on a team that spans nodes).
   std::uint64_t copy_engine_bytes() const noexcept { return copy_engine_bytes_; }
 
  private:

@@ -69,7 +69,7 @@ struct world::impl {
 
   // Internal symmetric words (one calloc at init, offset identical on every PE).
   detail::sync_state* sync = nullptr;
-  std::uint64_t* device_barrier_flags = nullptr;  // [n_pes] kernel and graph-captured barriers
+  std::uint64_t* device_barrier_flags = nullptr;  // [n_pes] barrier_all in kernels (and on a stream across nodes)
   std::uint64_t* stream_barrier_flags = nullptr;  // [n_pes] barrier_all_on_stream's arrival flags
 
   // Registered user buffers (world::register_buffer), mirrored into a device table for kernels.

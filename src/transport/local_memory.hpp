@@ -29,7 +29,8 @@ struct local_ref {
 };
 
 // One atomic on a heap word: proxy_atomic_op of proxy_atomic_type; 32-bit operands in the low half.
-// Float types come only with fetch, set and swap (the codec rejects the rest): pure bit moves.
+// Float types come with fetch, set and swap (bit moves) and fetch_add/add (float arithmetic); the codec
+// rejects the rest.
 struct local_atomic {
   proxy_atomic_op op = proxy_atomic_op::fetch;
   proxy_atomic_type type = proxy_atomic_type::int32;

@@ -68,8 +68,6 @@ struct proxy_send_item {
   std::uint64_t end = 0;
 };
 
-// One pass of the loop's work that waits for its local flush (local_memory::flush_begin): once flushed,
-// its lent payloads go back, its messages are sent and its requests complete, in that order.
 // A payload read in place from a peer's window (network_message::borrowed), returned after the flush
 // that completes its write.
 struct proxy_borrowed {
@@ -77,6 +75,8 @@ struct proxy_borrowed {
   std::uint64_t token = 0;
 };
 
+// One pass of the loop's work that waits for its local flush (local_memory::flush_begin): once flushed,
+// its lent payloads go back, its messages are sent and its requests complete, in that order.
 struct proxy_batch {
   std::uint64_t ticket = 0;
   std::vector<std::unique_ptr<proxy_outgoing>> staged;

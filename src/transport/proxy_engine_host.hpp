@@ -1,6 +1,7 @@
-// Host threads as producers of a proxy ring: post a request and wait for it with a deadline, as the host
-// API's proxy calls and the engine's tests do. Device code uses proxy_ring.hpp's functions directly with
-// its own abort callback; this is the host's counterpart, built on the same functions.
+// Host threads as producers of a proxy ring: post a request and wait for it with a deadline, as the
+// engine's tests do (the host API posts through one-thread kernels instead: host/proxy_calls.hpp). Device
+// code uses proxy_ring.hpp's functions directly with its own abort callback; this is the host's
+// counterpart, built on the same functions.
 #pragma once
 
 #include <chrono>

@@ -68,7 +68,7 @@ enum class transport_kind {
 
 std::string_view to_string(transport_kind kind) noexcept;
 
-// One line saying what the transport is and whether this build has it.
+// One line saying what the transport is (whether this build has the proxy's network: describe_ucx_network).
 std::string_view describe(transport_kind kind) noexcept;
 
 // The rule: PEs on the same node whose GPUs can map each other (or share one GPU) use p2p; every other

@@ -1,6 +1,6 @@
 // Life cycle of the UCX engine: context and worker, connecting every pair of PEs, capabilities, the
-// operation pool, progress() and shutdown. Messages are in ucx_messages.cpp, one-sided operations in
-// ucx_rma.cpp.
+// operation pool and progress(). Messages are in ucx_messages.cpp, one-sided operations in ucx_rma.cpp,
+// payload windows in ucx_window.cpp, failed peers and shutdown in ucx_shutdown.cpp.
 #include "transport/ucx/ucx_network.hpp"
 
 #include <fmt/format.h>

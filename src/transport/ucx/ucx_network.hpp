@@ -162,7 +162,7 @@ class ucx_network final : public network {
   void flush(int pe, network_done done) override;
   bool progress() override;
 
-  // For the callbacks (ucx_callbacks in the .cpp files).
+  // For UCX's completion and error callbacks (in unnamed namespaces of the .cpp files).
   void complete(op* o, ucs_status_t status);
   void peer_failed(int pe, ucs_status_t status);
   void message_arrived(const void* header, std::size_t header_bytes, void* data, std::size_t bytes,

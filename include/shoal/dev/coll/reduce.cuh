@@ -29,8 +29,9 @@ namespace shoal {
 
 namespace detail {
 
-// What one member reduces: its own src block `mine` (elements [begin, end) of it) with the block
-// `theirs` that every member sends it; the result lands in `dst`.
+// A reduction's buffers: the block member j receives starts at `src + j * block_stride` on every member
+// (block_stride 0: all reduce `src` itself, the all-reduce); `count` elements per block; the result lands
+// in `dst`, indexed like the block.
 template <typename T>
 struct reduce_plan {
   T* dst;                    // result, indexed like the block

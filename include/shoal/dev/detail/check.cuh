@@ -41,7 +41,7 @@ __device__ inline bool in_symmetric(const device_handle& h, const void* p, std::
 
 }  // namespace shoal::detail
 
-// Checks shared by the RMA calls: the PE is in range and [p, p+bytes) lies in this PE's heap slot.
+// Checks shared by the RMA calls: the PE is in range and [p, p+bytes) is symmetric (in_symmetric).
 #define SHOAL_CHECK_PE(h, pe) SHOAL_DEVICE_CHECK(h, (pe) >= 0 && (pe) < (h).n_pes, "pe", pe)
 #define SHOAL_CHECK_SYMMETRIC(h, p, bytes)                                                   \
   SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_symmetric(h, p, bytes), "offset from heap base", \
