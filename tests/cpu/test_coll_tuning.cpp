@@ -212,50 +212,40 @@ TEST(CollTuning, OnStreamLLLaunchesOneThreadPerWord) {
   EXPECT_EQ(plan_launch(h, algorithm::two_shot, 4 << 10, 4 << 10).threads, kCollThreads);
 }
 
-// What a device call runs: pick_for_unit (which in-kernel calls use) must equal pick followed by
-// keeps_algorithm (the unit's fit, which the host also applies) for every collective, forced or not, within
-// a node or across nodes, at call and share sizes around each threshold.
-TEST(CollTuning, PickForUnitIsPickThenTheUnitsFit) {
-  team_handle base;
-  base.ll_bytes = 16 << 10;
-  base.tuning = make_tuning(coll_model_table{}, 4, no_env);
-  // Sizes on and 16 bytes either side of every edge: the shares LL and one-shot keep, and each threshold.
-  std::vector<std::uint64_t> edges{0, base.ll_bytes / 2, base.ll_bytes, 2 * base.ll_bytes, 4 * base.ll_bytes};
-  for (int c = 0; c < kCollectiveCount; ++c) {
-    edges.push_back(base.tuning.ll_max_bytes[c]);
-    edges.push_back(base.tuning.one_shot_max_bytes[c]);
+// What a device call runs, from a hand-made table: the pick by the call's size, except that a unit (one CTA,
+// or a block) whose share needs more than four steps of LL (8 KiB of payload each here) or one-shot (16 KiB
+// each) runs the large algorithm; a forced algorithm and a team across nodes keep the pick.
+TEST(CollTuning, PickForUnitFallsBackWhereTheUnitsShareIsTooLarge) {
+  team_handle h;
+  h.ll_bytes = 16 << 10;
+  for (int c = 0; c < kCollectiveCount; ++c) h.tuning.forced[c] = -1;
+  for (collective c : {collective::reduce, collective::alltoall}) {
+    h.tuning.ll_max_bytes[static_cast<int>(c)] = 64 << 10;
+    h.tuning.one_shot_max_bytes[static_cast<int>(c)] = 1 << 20;
   }
-  std::vector<std::uint64_t> sizes{1, std::uint64_t{1} << 40};
-  for (std::uint64_t edge : edges) {
-    sizes.push_back(edge);
-    sizes.push_back(edge + 16);
-    if (edge >= 16) sizes.push_back(edge - 16);
-  }
-  int checked = 0;
-  for (collective c : {collective::broadcast, collective::fcollect, collective::alltoall, collective::reduce,
-                       collective::reducescatter}) {
-    for (int forced :
-         {-1, int(algorithm::ll), int(algorithm::one_shot), int(algorithm::two_shot), int(algorithm::direct)}) {
-      for (int spans : {0, 1}) {
-        team_handle h = base;
-        h.spans_nodes = spans;
-        h.tuning.forced[static_cast<int>(c)] = static_cast<std::int8_t>(forced);
-        for (std::uint64_t bytes : sizes) {
-          for (std::uint64_t unit_bytes : sizes) {
-            if (unit_bytes > bytes) continue;
-            const algorithm large = large_of(c);
-            const algorithm picked = h.pick(c, bytes, large);
-            const algorithm expected = h.keeps_algorithm(c, picked, unit_bytes) ? picked : large;
-            ASSERT_EQ(h.pick_for_unit(c, bytes, unit_bytes, large), expected)
-                << to_string(c) << " forced=" << forced << " spans=" << spans << " bytes=" << bytes
-                << " unit_bytes=" << unit_bytes;
-            ++checked;
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GT(checked, 1000);
+  const auto unit_runs = [&](const team_handle& t, collective c, std::uint64_t bytes, std::uint64_t unit_bytes) {
+    return t.pick_for_unit(c, bytes, unit_bytes, c == collective::reduce ? algorithm::two_shot : algorithm::direct);
+  };
+  const collective r = collective::reduce, a = collective::alltoall;
+  EXPECT_EQ(unit_runs(h, r, 4 << 10, 4 << 10), algorithm::ll);
+  EXPECT_EQ(unit_runs(h, r, 64 << 10, 32 << 10), algorithm::ll);               // four LL steps
+  EXPECT_EQ(unit_runs(h, r, 64 << 10, (32 << 10) + 16), algorithm::two_shot);  // a fifth
+  EXPECT_EQ(unit_runs(h, r, (64 << 10) + 16, 64 << 10), algorithm::one_shot);  // four one-shot steps
+  EXPECT_EQ(unit_runs(h, r, (64 << 10) + 16, (64 << 10) + 16), algorithm::two_shot);
+  EXPECT_EQ(unit_runs(h, r, (1 << 20) + 16, 16), algorithm::two_shot);  // past the one-shot threshold
+  EXPECT_EQ(unit_runs(h, a, 64 << 10, (32 << 10) + 16), algorithm::direct);
+  EXPECT_EQ(unit_runs(h, a, 1 << 20, 64 << 10), algorithm::one_shot);
+
+  const team_handle forced = h.with_algorithm(r, algorithm::ll);
+  EXPECT_EQ(unit_runs(forced, r, std::uint64_t{1} << 30, std::uint64_t{1} << 30), algorithm::ll);
+  EXPECT_EQ(unit_runs(forced, a, 64 << 10, (32 << 10) + 16), algorithm::direct) << "forced for reduce only";
+
+  team_handle across = h;  // only puts and signals: reductions staged, exchanges staged or pushed
+  across.spans_nodes = 1;
+  EXPECT_EQ(unit_runs(across, r, 4 << 10, 4 << 10), algorithm::one_shot);
+  EXPECT_EQ(unit_runs(across, r, std::uint64_t{1} << 30, std::uint64_t{1} << 30), algorithm::one_shot);
+  EXPECT_EQ(unit_runs(across, a, 4 << 10, 1 << 20), algorithm::one_shot);  // LL's size, staged, any share
+  EXPECT_EQ(unit_runs(across, a, std::uint64_t{1} << 30, 16), algorithm::direct);
 }
 
 // An on-stream call runs its LL kernel only where the device's pick_for_unit keeps LL for every CTA: a

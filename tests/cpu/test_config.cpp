@@ -60,6 +60,16 @@ TEST(Config, BadValuesNameTheVariable) {
   expect_rejected("SHOAL_RANK", "3x", "an integer");
 }
 
+// Booleans (SHOAL_COLL_PDL, default on): every spelling of yes and no, in any case; anything else names
+// the variable and the spellings it takes.
+TEST(Config, BooleansTakeEverySpellingAndNothingElse) {
+  EXPECT_TRUE(load_with({}).coll_pdl);
+  for (const char* yes : {"1", "true", "YES", "On"}) EXPECT_TRUE(load_with({{"SHOAL_COLL_PDL", yes}}).coll_pdl) << yes;
+  for (const char* no : {"0", "false", "No", "OFF"}) EXPECT_FALSE(load_with({{"SHOAL_COLL_PDL", no}}).coll_pdl) << no;
+  expect_rejected("SHOAL_COLL_PDL", "maybe", "one of 1, 0, true, false, yes, no, on, off");
+  expect_rejected("SHOAL_COLL_PDL", "2", "one of 1, 0");
+}
+
 TEST(Config, TableNamesAreUpperCaseAndUnique) {
   std::map<std::string, int> seen;
   for (const config_var& var : config_table()) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <span>
@@ -72,6 +73,54 @@ TEST(ProxyWire, MalformedMessagesAreNamed) {
 }
 
 // ---- host_local_memory ----
+
+// Float fetch_add and add on heap words: the old bits back, and the word holds before + operand computed in
+// that float type. Random finite values of mixed magnitude, so a wrong width or an integer add shows.
+template <typename F, typename W>
+void check_float_adds(proxy_atomic_type type, std::uint64_t seed) {
+  std::vector<W> storage(32);
+  host_local_memory memory(storage.data(), storage.size() * sizeof(W));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<F> mantissa(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  const auto random_float = [&] { return std::ldexp(mantissa(rng), exponent(rng)); };
+  const auto bits = [](F f) {
+    W w;
+    std::memcpy(&w, &f, sizeof w);
+    return w;
+  };
+  for (auto& w : storage) w = bits(random_float());
+  for (int i = 0; i < 1000; ++i) {
+    const std::size_t index = rng() % storage.size();
+    const W before = storage[index];
+    F before_value;
+    std::memcpy(&before_value, &before, sizeof before_value);
+    const F operand = random_float();
+    const auto op = rng() % 2 ? proxy_atomic_op::fetch_add : proxy_atomic_op::add;
+    std::uint64_t old = 0xdead;
+    memory.atomic(index * sizeof(W), {.op = op, .type = type, .value = bits(operand)}, &old);
+    ASSERT_EQ(old, std::uint64_t(before)) << "step " << i;
+    ASSERT_EQ(storage[index], bits(F(before_value + operand)))
+        << "step " << i << ": " << before_value << " + " << operand;
+  }
+  // Concurrent adders of whole numbers: every add lands once, so the total is exact.
+  storage[0] = bits(F(0));
+  std::vector<std::thread> adders;
+  for (int t = 0; t < 4; ++t)
+    adders.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        std::uint64_t old = 0;
+        memory.atomic(0, {.op = proxy_atomic_op::add, .type = type, .value = bits(F(t + 1))}, &old);
+      }
+    });
+  for (auto& a : adders) a.join();
+  EXPECT_EQ(storage[0], bits(F(2000 * (1 + 2 + 3 + 4))));
+}
+
+TEST(HostLocalMemory, FloatAddsMatchFloatArithmetic) {
+  check_float_adds<float, std::uint32_t>(proxy_atomic_type::float32, 11);
+  check_float_adds<double, std::uint64_t>(proxy_atomic_type::float64, 12);
+}
 
 TEST(HostLocalMemory, AtomicsSignalsAndCopiesMatchAModel) {
   std::vector<std::uint64_t> storage(64);

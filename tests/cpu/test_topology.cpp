@@ -72,7 +72,10 @@ TEST(Topology, LinkKindsAndLabels) {
 
 TEST(Topology, LinkRejectsUnknownDevices) {
   topology t = three_gpus();
-  EXPECT_NO_THROW(t.link(2, 0));
+  const gpu_link& known = t.link(2, 0);
+  EXPECT_EQ(known.from, 2);
+  EXPECT_EQ(known.to, 0);
+  EXPECT_EQ(known.kind(), link_kind::none);
   try {
     t.link(0, 3);
     FAIL() << "device 3 of a 3-GPU host was accepted";
@@ -103,11 +106,22 @@ TEST(Transport, PairsOfPes) {
   EXPECT_THROW(select_transport({"a", 0}, {"a", 7}, t), error);
 }
 
+// Peer access one way only (GPU 0 reaches GPU 2's memory, not the reverse): link(from, to) is in the row of
+// `from`, and select_transport(a, b) asks whether a's GPU reaches b's, so each direction is answered alone.
+TEST(Transport, OneWayPeerAccessIsReadByDirection) {
+  topology t = three_gpus();
+  t.links[0 * 3 + 2].peer_access = true;  // row-major by `from`
+  EXPECT_TRUE(t.link(0, 2).peer_access);
+  EXPECT_FALSE(t.link(2, 0).peer_access);
+  EXPECT_EQ(select_transport({"a", 0}, {"a", 2}, t), transport_kind::p2p);
+  EXPECT_EQ(select_transport({"a", 2}, {"a", 0}, t), transport_kind::proxy);
+}
+
 TEST(Transport, NamesAndDescriptions) {
   EXPECT_EQ(to_string(transport_kind::p2p), "p2p");
   EXPECT_EQ(to_string(transport_kind::proxy), "proxy");
-  EXPECT_FALSE(describe(transport_kind::p2p).empty());
-  EXPECT_FALSE(describe(transport_kind::proxy).empty());
+  EXPECT_NE(describe(transport_kind::p2p).find("peer mapping"), std::string_view::npos);
+  EXPECT_NE(describe(transport_kind::proxy).find("UCX"), std::string_view::npos);
 }
 
 }  // namespace
