@@ -3,6 +3,7 @@
 // operations on exposed memory, a killed PE).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -177,6 +178,9 @@ struct record {
   std::uint32_t index;
 };
 
+// Byte k of message `index`'s payload: different in every message and position.
+std::byte payload_byte(std::uint32_t index, std::size_t k) { return std::byte((index * 31 + k * 7 + 1) & 0xff); }
+
 TEST(LoopbackNetwork, MessagesArriveInOrderPerPairAndEverythingRunsInProgress) {
   loopback_fabric fabric(3);
   auto a = fabric.connect(0), b = fabric.connect(1), c = fabric.connect(2);
@@ -189,6 +193,8 @@ TEST(LoopbackNetwork, MessagesArriveInOrderPerPairAndEverythingRunsInProgress) {
         ASSERT_EQ(m.header.size(), 4u);
         std::memcpy(&index, m.header.data(), 4);
         ASSERT_EQ(m.payload.size(), index % 7);
+        for (std::size_t k = 0; k < m.payload.size(); ++k)
+          ASSERT_EQ(m.payload[k], payload_byte(index, k)) << "message " << index << ", byte " << k;
         static_cast<std::vector<record>*>(ctx)->push_back({m.from, index});
       },
       &seen);
@@ -198,10 +204,12 @@ TEST(LoopbackNetwork, MessagesArriveInOrderPerPairAndEverythingRunsInProgress) {
                        ++*static_cast<int*>(ctx);
                      },
                      &done_a};
-  const std::byte payload[7] = {};
+  std::vector<std::array<std::byte, 7>> payloads(200);  // each message's own bytes, alive until the end
   for (std::uint32_t i = 0; i < 200; ++i) {
+    for (std::size_t k = 0; k < 7; ++k) payloads[i][k] = payload_byte(i, k);
     network& from = i % 3 == 0 ? *b : *a;
-    from.send(2, 5, {reinterpret_cast<const std::byte*>(&i), 4}, {payload, i % 7}, i % 3 == 0 ? network_done{} : count);
+    from.send(2, 5, {reinterpret_cast<const std::byte*>(&i), 4}, {payloads[i].data(), i % 7},
+              i % 3 == 0 ? network_done{} : count);
   }
   EXPECT_TRUE(seen.empty());  // nothing runs outside progress()
   EXPECT_EQ(done_a, 0);

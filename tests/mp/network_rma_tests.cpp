@@ -109,6 +109,35 @@ struct atomic_runner {
     with_progress(net, [&] { bootstrap.barrier(); });
   }
 
+  // Every PE sends compare-and-swaps whose compare never matches the word (it holds `value`): the word must
+  // keep `value` (a compare_swap that ignored its compare would write), and the fetching ones return it.
+  void expect_mismatched_compares_change_nothing(const atomic_case& c, int target, net::network_region region,
+                                                 std::uint64_t offset, const std::byte* words, std::uint64_t value) {
+    const std::uint64_t m = mask_of(c.width);
+    std::vector<issued_atomic> all(8);
+    for (std::size_t i = 0; i < all.size(); ++i)
+      nw().atomic(target, c.op, c.width, c.fetch, region, offset, (value + 1 + i) & m, (value ^ (1ull << i)) & m,
+                  {issued_atomic::on_done, &all[i]});
+    drive(
+        nw(), [&] { return std::all_of(all.begin(), all.end(), [](auto& a) { return a.completed; }); },
+        "mismatched compares");
+    for (const issued_atomic& a : all) {
+      EXPECT_TRUE(a.ok);
+      if (c.fetch) {
+        EXPECT_EQ(a.old, value) << "a failed compare_swap returns the word";
+      }
+    }
+    counter flushed;
+    nw().flush(target, flushed.done());
+    drive(
+        nw(), [&] { return flushed.completed == 1; }, "flush");
+    barrier();
+    std::uint64_t now = 0;
+    if (pe() == target) std::memcpy(&now, words + offset, c.width);
+    with_progress(nw(), [&] { boot().broadcast(&now, sizeof now, target); });
+    EXPECT_EQ(now, value) << "a compare_swap whose compare did not match changed the word";
+  }
+
   // Runs one case on a word of PE `target` at `offset` in `region`, whose memory on this PE is `words`.
   void run(const atomic_case& c, int target, net::network_region region, std::uint64_t offset, std::byte* words) {
     const std::uint64_t m = mask_of(c.width);
@@ -213,6 +242,8 @@ struct atomic_runner {
     } else {
       EXPECT_EQ(final_value, expected);
     }
+    if (c.op == network_atomic::compare_swap)
+      expect_mismatched_compares_change_nothing(c, target, region, offset, words, final_value);
 
     if (mine.size() == static_cast<std::size_t>(per_pe) && (c.fetch || c.op == network_atomic::compare_swap)) {
       if (!c.fetch) return;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -246,7 +247,12 @@ TEST_F(NetworkTest, PutsAndGetsOfOddSizesLandExactly) {
 }
 
 TEST_F(NetworkTest, ZeroByteAndBadArgumentsAreHandled) {
-  std::vector<std::uint64_t> words(8, 0);
+  // Random words on every PE: a zero-byte put that writes anyway, or a zero-byte get that reads anyway,
+  // changes some PE's words, which must all be as they were at the end.
+  std::mt19937_64 rng(1000 + pe());
+  std::vector<std::uint64_t> words(8);
+  for (auto& w : words) w = rng();
+  const std::vector<std::uint64_t> before = words;
   const net::network_region region = nw().expose(words.data(), words.size() * 8, net::memory_kind::host);
   counter c;
   nw().put((pe() + 1) % n_pes(), words.data(), 0, region, 0, c.done());
@@ -259,7 +265,8 @@ TEST_F(NetworkTest, ZeroByteAndBadArgumentsAreHandled) {
   EXPECT_THROW(nw().atomic(0, net::network_atomic::add, 8, false, region, 4, 1, 0, {}), shoal::error);
   EXPECT_THROW(nw().atomic(0, net::network_atomic::add, 2, false, region, 0, 1, 0, {}), shoal::error);
   EXPECT_THROW(nw().get(0, words.data(), 8, net::network_region{77}, 0, {}), shoal::error);
-  barrier();
+  barrier();  // every PE's empty put into this PE has completed
+  EXPECT_EQ(words, before) << "an empty put or get moved data, or a refused call did";
   nw().withdraw(region);
 }
 
