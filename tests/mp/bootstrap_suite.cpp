@@ -140,24 +140,28 @@ TEST_F(BootstrapTest, Alltoall) {
 }
 
 // A barrier orders side effects: files each PE creates before it must all be visible after it.
-TEST_F(BootstrapTest, BarrierOrdersSideEffects) {
+// Each PE leaves a file per round before the barrier; after it, every PE must see every file of the round.
+// A barrier that let a PE through early fails this.
+void check_barrier_orders_side_effects(shoal::bootstrap& b, int rounds) {
   char dir[256] = {};
-  if (pe() == 0) {
+  if (b.pe() == 0) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "shoal-mp-XXXXXX").string();
     std::strncpy(dir, tmpl.c_str(), sizeof dir - 1);
     ASSERT_NE(::mkdtemp(dir), nullptr);
   }
-  boot().broadcast(dir, sizeof dir, 0);
-  for (int round = 0; round < 5; ++round) {
-    std::ofstream(std::string(dir) + "/" + std::to_string(round) + "." + std::to_string(pe())) << pe();
-    boot().barrier();
-    for (int p = 0; p < n_pes(); ++p)
+  b.broadcast(dir, sizeof dir, 0);
+  for (int round = 0; round < rounds; ++round) {
+    std::ofstream(std::string(dir) + "/" + std::to_string(round) + "." + std::to_string(b.pe())) << b.pe();
+    b.barrier();
+    for (int p = 0; p < b.n_pes(); ++p)
       EXPECT_TRUE(std::filesystem::exists(std::string(dir) + "/" + std::to_string(round) + "." + std::to_string(p)))
           << "round " << round << ": PE " << p << "'s file is missing after the barrier";
   }
-  boot().barrier();  // everyone checked before PE 0 removes the directory
-  if (pe() == 0) std::filesystem::remove_all(dir);
+  b.barrier();  // everyone checked before PE 0 removes the directory
+  if (b.pe() == 0) std::filesystem::remove_all(dir);
 }
+
+TEST_F(BootstrapTest, BarrierOrdersSideEffects) { check_barrier_orders_side_effects(boot(), 5); }
 
 // Many collectives back to back, kinds, sizes and roots drawn from one seed that all PEs share.
 TEST_F(BootstrapTest, MixedSequence) {
@@ -228,7 +232,7 @@ TEST_F(BootstrapTest, FdPassingOutsideTheNodeIsRejected) {
 TEST_F(BootstrapTest, ArgumentErrorsDoNotBreakTheJob) {
   char c = 0;
   EXPECT_THROW(boot().broadcast(&c, 1, n_pes()), shoal::error);
-  boot().barrier();
+  check_all_gather(boot(), 7100, 64);  // the next collective still carries every PE's data
 }
 
 // A second bootstrap beside the first (a second shoal::init in one process), then the first again.
@@ -247,9 +251,7 @@ TEST_F(BootstrapTest, LightAllGather) {
   check_all_gather(boot(), 7001, 4096);
 }
 
-TEST_F(BootstrapTest, LightBarrier) {
-  for (int i = 0; i < 20; ++i) boot().barrier();
-}
+TEST_F(BootstrapTest, LightBarrier) { check_barrier_orders_side_effects(boot(), 3); }
 
 }  // namespace
 
