@@ -108,6 +108,51 @@ TEST(BootstrapWire, RandomGarbageNeverDecodes) {
   EXPECT_FALSE(decode_hello(bytes_of("GET / HTTP/1.1\r\n\r\n")));
 }
 
+// Valid encodings with a few bytes changed, cut short or extended: each either fails to decode or decodes to
+// fields that re-encode to exactly those bytes. Both outcomes must occur, so the check above is not vacuous.
+TEST(BootstrapWire, MutatedEncodingsDecodeCanonicallyOrNotAtAll) {
+  std::mt19937_64 rng(43);
+  const hello h{.secret = "0123456789abcdef0123456789abcdef",
+                .pe = 3,
+                .n_pes = 8,
+                .pid = 4242,
+                .host = "node-7",
+                .fd_socket = "shoal-fd-3"};
+  std::vector<peer_info> peers;
+  for (int pe = 0; pe < 5; ++pe) peers.push_back({"host" + std::to_string(pe), 2000 + pe, "sock" + std::to_string(pe)});
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const bool table = i % 2 == 1;
+    std::vector<std::byte> b = table ? encode_table(peers) : encode_hello(h);
+    switch (rng() % 3) {
+      case 0:  // change one to three bytes
+        for (int k = 1 + int(rng() % 3); k > 0; --k) b[rng() % b.size()] = static_cast<std::byte>(rng());
+        break;
+      case 1:
+        b.resize(rng() % b.size());
+        break;
+      default:
+        b.push_back(static_cast<std::byte>(rng()));
+        break;
+    }
+    if (table) {
+      if (auto t = decode_table(b)) {
+        EXPECT_EQ(encode_table(*t), b);
+        ++accepted;
+      } else {
+        ++rejected;
+      }
+    } else if (auto d = decode_hello(b)) {
+      EXPECT_EQ(encode_hello(*d), b);
+      ++accepted;
+    } else {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(rejected, 100);
+}
+
 TEST(BootstrapWire, TableRoundTripAndCorruptCount) {
   std::vector<peer_info> peers;
   for (int pe = 0; pe < 300; ++pe)
