@@ -135,8 +135,8 @@ TEST(CollTuning, HierarchicalWinsLargeAllReducesAcrossNodes) {
 }
 
 // The plan pipelines only where the per-chunk launches pay for themselves: one chunk for a tiny call, several
-// for a large one, never more than kMaxHierarchicalChunks, and each chunk count's time is what the plan's
-// formula gives (the first chunk pays both phases, every later one the slower phase).
+// for a large one, never more than kMaxHierarchicalChunks. (The phases' formulas are checked against hand
+// values in the scale model's tests.)
 TEST(CollTuning, HierarchicalPlanPipelinesLargeCalls) {
   const coll_model_table table;
   const node_shape shape{.gpus_per_node = 2, .nodes = 2};
