@@ -127,15 +127,21 @@ struct atomic_runner {
         EXPECT_EQ(a.old, value) << "a failed compare_swap returns the word";
       }
     }
+    EXPECT_EQ(word_once_all_landed(target, words, offset, c.width), value)
+        << "a compare_swap whose compare did not match changed the word";
+  }
+
+  // The word of PE `target` at `offset`, as every PE sees it once every PE's atomics to it have landed.
+  std::uint64_t word_once_all_landed(int target, const std::byte* words, std::uint64_t offset, unsigned width) {
     counter flushed;
     nw().flush(target, flushed.done());
     drive(
         nw(), [&] { return flushed.completed == 1; }, "flush");
     barrier();
-    std::uint64_t now = 0;
-    if (pe() == target) std::memcpy(&now, words + offset, c.width);
-    with_progress(nw(), [&] { boot().broadcast(&now, sizeof now, target); });
-    EXPECT_EQ(now, value) << "a compare_swap whose compare did not match changed the word";
+    std::uint64_t word = 0;
+    if (pe() == target) std::memcpy(&word, words + offset, width);
+    with_progress(nw(), [&] { boot().broadcast(&word, sizeof word, target); });
+    return word;
   }
 
   // Runs one case on a word of PE `target` at `offset` in `region`, whose memory on this PE is `words`.
@@ -217,15 +223,7 @@ struct atomic_runner {
       }
     }
     EXPECT_EQ(failures, 0u);
-    counter flushed;
-    nw().flush(target, flushed.done());
-    drive(
-        nw(), [&] { return flushed.completed == 1; }, "flush");
-    barrier();
-
-    std::uint64_t final_value = 0;
-    if (pe() == target) std::memcpy(&final_value, words + offset, c.width);
-    with_progress(nw(), [&] { boot().broadcast(&final_value, sizeof final_value, target); });
+    const std::uint64_t final_value = word_once_all_landed(target, words, offset, c.width);
 
     std::set<std::uint64_t> written;  // every operand, for swap
     std::uint64_t expected = initial;
