@@ -41,6 +41,32 @@ TEST(CollTuning, ThresholdsReproduceTheModelAtScannedSizes) {
   }
 }
 
+// The default table's thresholds, as docs/collectives-model.md lists them ("The default choices"): fixed
+// values, so a model that picked wrongly everywhere, which the test above would follow, fails here.
+TEST(CollTuning, DefaultThresholdsAreTheDocumentedTable) {
+  constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
+  struct row {
+    int n;
+    collective c;
+    std::uint64_t ll, one_shot;
+  };
+  const row rows[] = {
+      {2, collective::broadcast, 384 * KiB, 2 * MiB},     {2, collective::fcollect, 384 * KiB, 2 * MiB},
+      {2, collective::alltoall, 384 * KiB, 2 * MiB},      {2, collective::reduce, 384 * KiB, 2 * MiB},
+      {2, collective::reducescatter, 384 * KiB, 2 * MiB}, {4, collective::broadcast, 128 * KiB, 2 * MiB},
+      {4, collective::fcollect, 128 * KiB, 2 * MiB},      {4, collective::alltoall, 128 * KiB, 2 * MiB},
+      {4, collective::reduce, 128 * KiB, 768 * KiB},      {4, collective::reducescatter, 128 * KiB, 2 * MiB},
+      {8, collective::broadcast, 64 * KiB, 2 * MiB},      {8, collective::fcollect, 64 * KiB, 1 * MiB},
+      {8, collective::alltoall, 64 * KiB, 1 * MiB},       {8, collective::reduce, 64 * KiB, 192 * KiB},
+      {8, collective::reducescatter, 64 * KiB, 2 * MiB},
+  };
+  for (const row& r : rows) {
+    const coll_tuning t = make_tuning(coll_model_table{}, r.n, no_env);
+    EXPECT_EQ(t.ll_max_bytes[static_cast<int>(r.c)], r.ll) << to_string(r.c) << " on " << r.n << " PEs";
+    EXPECT_EQ(t.one_shot_max_bytes[static_cast<int>(r.c)], r.one_shot) << to_string(r.c) << " on " << r.n << " PEs";
+  }
+}
+
 TEST(CollTuning, OverrideForcesEverySize) {
   std::map<std::string, std::string> env{{"SHOAL_ALGO_REDUCE", " two_shot "}, {"SHOAL_ALGO_FCOLLECT", "auto"},
                                          {"SHOAL_ALGO_ALLTOALL", "   "}};
