@@ -16,8 +16,9 @@
 namespace shoal::detail {
 
 // Every on-stream collective kernel runs at most kCollThreads threads per CTA (the bound keeps the register
-// budget within what such a launch allows; LL launches take one thread per word of a CTA's share). Each comes as an LL
-// kernel and one for the other algorithms (algorithm_set): the host launches the one its pick needs.
+// budget within what such a launch allows; LL launches take one thread per word of a CTA's share). Each
+// comes as an LL kernel and one for the other algorithms (algorithm_set): the host launches the one its
+// pick needs.
 template <typename T, reduce_op Op, algorithm_set kSet>
 __global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   prefetch_source(src, count * sizeof(T));
