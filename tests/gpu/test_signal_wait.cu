@@ -1,6 +1,7 @@
 // Signals and waits: put_signal at every scope delivers all data before the signal (checked in the
 // receiving kernel right after its wait, round after round), signal_op set/add, wait_until for every
-// comparison and several types, the timeout forms, and the vector waits.
+// comparison and several types, the timeout forms, and the vector waits with and without a mask. The
+// wait tests wait on stores made after a delay by another CTA (of the previous PE, or of this one at 1 PE).
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
@@ -84,44 +85,65 @@ TEST(Signal, PutSignalEveryScope) {
   check_put_signal<grid_scope>(8, 256, (1 << 20) + 16, sig_op::add);
 }
 
-__global__ void signal_op_kernel(device_handle h, std::uint64_t* sig, int target, std::uint64_t* fetched) {
+__global__ void signal_op_kernel(device_handle h, std::uint64_t* sig, std::uint64_t set_value, int target) {
   // Every thread adds its index + 1; then thread 0 sets the second word.
   signal_op(h, sig, threadIdx.x + 1, sig_op::add, target);
-  if (threadIdx.x == 0) signal_op(h, sig + 1, 0xABCDEF0123ull, sig_op::set, target);
-  quiet(h);
-  __syncthreads();
-  if (threadIdx.x == 0) *fetched = signal_fetch(h, sig);
+  if (threadIdx.x == 0) signal_op(h, sig + 1, set_value, sig_op::set, target);
+}
+
+__global__ void signal_fetch_kernel(device_handle h, const std::uint64_t* sig, std::uint64_t* fetched) {
+  fetched[threadIdx.x] = signal_fetch(h, sig + threadIdx.x);
 }
 
 TEST(Signal, SignalOpSetAndAdd) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
-  auto* sig = static_cast<std::uint64_t*>(w.calloc(2, sizeof(std::uint64_t)));
+  auto* sig = static_cast<std::uint64_t*>(w.malloc(2 * sizeof(std::uint64_t)));
+  std::mt19937_64 rng(5150 + std::uint64_t(w.pe()));
+  const std::uint64_t initial[2] = {rng(), rng()};  // this PE's words; the previous PE signals them
+  auto set_value_of = [](int pe) { return std::mt19937_64(6160 + std::uint64_t(pe))(); };  // what `pe` sets
+  upload(sig, std::vector<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(initial),
+                                        reinterpret_cast<const std::uint8_t*>(initial) + sizeof initial));
   std::uint64_t* fetched = nullptr;
-  ASSERT_EQ(cudaMalloc(&fetched, 8), cudaSuccess);
-  signal_op_kernel<<<1, 128>>>(w.device_handle(), sig, next_pe(w), fetched);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&fetched, 2 * sizeof(std::uint64_t)), cudaSuccess);
   barrier_all(w);
-  std::uint64_t words[2];
+  signal_op_kernel<<<1, 128>>>(w.device_handle(), sig, set_value_of(w.pe()), next_pe(w));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  barrier_all(w);  // every PE's signals have landed
+  signal_fetch_kernel<<<1, 2>>>(w.device_handle(), sig, fetched);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::uint64_t words[2], got[2];
   ASSERT_EQ(cudaMemcpy(words, sig, sizeof(words), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(words[0], 128u * 129u / 2u);
-  EXPECT_EQ(words[1], 0xABCDEF0123ull);
+  ASSERT_EQ(cudaMemcpy(got, fetched, sizeof(got), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(words[0], initial[0] + 128u * 129u / 2u);
+  EXPECT_EQ(words[1], set_value_of(prev_pe(w)));
+  EXPECT_EQ(got[0], words[0]) << "signal_fetch";
+  EXPECT_EQ(got[1], words[1]) << "signal_fetch";
   barrier_all(w);
   cudaFree(fetched);
   w.free(sig);
 }
 
-// wait_until: the waiter's word starts at `initial`; the next PE's kernel stores `release` into it
-// after spinning a while, so the waiter really waits. Returns the value the wait saw.
+// The writer CTA of the wait tests: spins `delay_ns`, then stores `release` into `word` on `target`.
+// The waiter runs in another CTA of the same kernel, so at 1 PE (target = self) it too waits for a store
+// that has not happened yet.
 template <typename T>
-__global__ void wait_kernel(device_handle h, T* word, cmp op, T operand, T release, int target, T* seen) {
-  // Delay, then release my target's waiter.
-  std::uint64_t start = detail::global_timer_ns();
-  while (detail::global_timer_ns() - start < 20000) {
+__device__ void release_later(const device_handle& h, T* word, T release, int target, std::uint64_t delay_ns) {
+  const std::uint64_t start = detail::global_timer_ns();
+  while (detail::global_timer_ns() - start < delay_ns) {
   }
   p(h, word, release, target);
   quiet(h);
-  *seen = wait_until(h, word, op, operand);
+}
+
+// wait_until: the waiter's word starts at `initial`; block 0 stores `release` into the next PE's word
+// after 20 us, and block 1 waits on its own. Returns the value the wait saw.
+template <typename T>
+__global__ void wait_kernel(device_handle h, T* word, cmp op, T operand, T release, int target, T* seen) {
+  if (blockIdx.x == 0)
+    release_later(h, word, release, target, 20000);
+  else
+    *seen = wait_until(h, word, op, operand);
 }
 
 template <typename T>
@@ -133,7 +155,7 @@ void check_wait(cmp op, T initial, T operand, T release) {
   ASSERT_EQ(cudaMemcpy(word, &initial, sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before a peer signals it (see upload())
   barrier_all(w);
-  wait_kernel<T><<<1, 1>>>(w.device_handle(), word, op, operand, release, next_pe(w), seen);
+  wait_kernel<T><<<2, 1>>>(w.device_handle(), word, op, operand, release, next_pe(w), seen);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   T got{};
   ASSERT_EQ(cudaMemcpy(&got, seen, sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -154,76 +176,162 @@ TEST(Wait, EveryComparisonAndType) {
   check_wait<std::uint32_t>(cmp::eq, 0, 0xFFFFFFFFu, 0xFFFFFFFFu);
 }
 
-__global__ void wait_for_kernel(device_handle h, std::uint64_t* word, wait_status* out) {
-  out[0] = wait_until_for(h, word, cmp::eq, std::uint64_t(12345), 2000000);  // nobody writes: 2 ms then timed_out
-  out[1] = wait_until_for(h, word, cmp::ge, std::uint64_t(0), 2000000);      // true at once
-  out[2] = signal_wait_until_for(h, word, cmp::ne, std::uint64_t(0), 1000000);
+// words[0] is never written; words[1] is released by the previous PE's block 0 after 50 us, well within the
+// waits' 1 s (the waiter's block 1 starts waiting at once).
+__global__ void wait_for_kernel(device_handle h, std::uint64_t* words, std::uint64_t release, int target,
+                                wait_status* out) {
+  if (blockIdx.x == 0) {
+    release_later(h, words + 1, release, target, 50000);
+    return;
+  }
+  out[0] = wait_until_for(h, words, cmp::eq, std::uint64_t(12345), 2000000);  // nobody writes: 2 ms then timed_out
+  out[1] = wait_until_for(h, words, cmp::ge, std::uint64_t(0), 2000000);      // true at once
+  out[2] = signal_wait_until_for(h, words, cmp::ne, std::uint64_t(0), 1000000);
+  out[3] = signal_wait_until_for(h, words + 1, cmp::ge, release, 1000000000);  // the late write arrives
+  out[4] = wait_until_for(h, words + 1, cmp::eq, release, 1000000000);
+  out[5] = wait_until_for(h, words + 1, cmp::gt, release, 0);  // a zero timeout tests once
 }
 
 TEST(Wait, TimeoutFormsReturnStatus) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
-  auto* word = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
+  auto* words = static_cast<std::uint64_t*>(w.calloc(2, sizeof(std::uint64_t)));
   wait_status* out = nullptr;
-  ASSERT_EQ(cudaMalloc(&out, 3 * sizeof(wait_status)), cudaSuccess);
-  wait_for_kernel<<<1, 1>>>(w.device_handle(), word, out);
+  constexpr int kResults = 6;
+  ASSERT_EQ(cudaMalloc(&out, kResults * sizeof(wait_status)), cudaSuccess);
+  barrier_all(w);
+  const std::uint64_t release = 0x5EED1234ull;  // not 0, where the late word starts
+  wait_for_kernel<<<2, 1>>>(w.device_handle(), words, release, next_pe(w), out);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  wait_status got[3];
+  wait_status got[kResults];
   ASSERT_EQ(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(got[0], wait_status::timed_out);
   EXPECT_EQ(got[1], wait_status::ok);
   EXPECT_EQ(got[2], wait_status::timed_out);
+  EXPECT_EQ(got[3], wait_status::ok) << "a write within the timeout";
+  EXPECT_EQ(got[4], wait_status::ok);
+  EXPECT_EQ(got[5], wait_status::timed_out);
   barrier_all(w);
   cudaFree(out);
-  w.free(word);
+  w.free(words);
 }
 
-// Vector waits: word i of every PE is set by PE i; status masks out word `masked`.
+// Vector waits. Each PE has kVectorWords words starting below 10; status masks out the words in
+// kMaskedWords. Block 0 of the previous PE stores 10 + i into each unmasked word i, one every 5 us after
+// 20 us, and never writes a masked word, so a wait that ignored the mask would never return (and trap at
+// the wait timeout); block 1 waits at Scope and runs the test forms once all unmasked words are set.
+constexpr int kVectorWords = 8;
+constexpr unsigned kMaskedWords = 1u << 1 | 1u << 4 | 1u << 6;
+constexpr int kUnmasked = 5;
+__host__ __device__ constexpr bool masked(int word) { return (kMaskedWords >> word & 1u) != 0; }
+
+enum vector_result : int {
+  first_any,          // wait_until_any: an unmasked word
+  some_count,         // wait_until_some: at least one
+  all_vector_done,    // wait_until_all_vector returned
+  test_all_masked,    // test_all with the mask: 1
+  test_all_unmasked,  // test_all without it: 0 (the masked words are below 10)
+  test_any_masked,    // test_any(< 10) with the mask: none
+  test_any_unmasked,  // test_any(< 10) without it: the first masked word
+  test_some_count,    // test_some(>= 10) with the mask: every unmasked word
+  test_some_indices,  // ... their indices, one decimal digit each, in order
+  any_all_masked,     // wait_until_any with every word masked: none
+  kVectorResults
+};
+
 template <typename Scope>
-__global__ void vector_wait_kernel(device_handle h, int* words, int masked, long long* results) {
+__global__ void vector_wait_kernel(device_handle h, int* words, const int* status, const int* all_masked, int target,
+                                   long long* results) {
   Scope scope;
-  if (Scope::leader())
-    for (int pe = 0; pe < h.n_pes; ++pe) p(h, words + h.pe, 10 + h.pe, pe);
-  quiet(h);
-  __shared__ int status[64];
-  for (int i = Scope::rank(); i < 64; i += Scope::size()) status[i] = i == masked ? 1 : 0;
-  Scope::sync();
-  wait_until_all(scope, h, words, h.n_pes, static_cast<const int*>(nullptr), cmp::ge, 10);  // every word is set
-  wait_until_all(scope, h, words, h.n_pes, status, cmp::ge, 10);
-  std::size_t any = wait_until_any(scope, h, words, h.n_pes, status, cmp::ge, 10);
-  if (Scope::leader()) {
-    std::size_t indices[64];
-    results[0] = static_cast<long long>(any);
-    results[1] = static_cast<long long>(wait_until_some(h, words, h.n_pes, indices, status, cmp::ge, 10));
-    results[2] = test_all(h, words, h.n_pes, status, cmp::ge, 10) ? 1 : 0;
-    results[3] = static_cast<long long>(test_any(h, words, h.n_pes, status, cmp::gt, 1000));
-    results[4] = static_cast<long long>(test_some(h, words, h.n_pes, indices, nullptr, cmp::eq, 10));
-    results[5] = static_cast<long long>(indices[0]);
+  if (blockIdx.x == 0) {
+    if (!Scope::leader()) return;
+    const std::uint64_t start = detail::global_timer_ns();
+    for (int i = 0, released = 0; i < kVectorWords; ++i) {
+      if (masked(i)) continue;
+      while (detail::global_timer_ns() - start < 20000u + 5000u * released) {
+      }
+      p(h, words + i, 10 + i, target);
+      quiet(h);
+      ++released;
+    }
+    return;
   }
+  const std::size_t any = wait_until_any(scope, h, words, kVectorWords, status, cmp::ge, 10);
+  wait_until_all(scope, h, words, kVectorWords, status, cmp::ge, 10);
+  if (!Scope::leader()) return;
+  int wanted[kVectorWords];
+  for (int i = 0; i < kVectorWords; ++i) wanted[i] = masked(i) ? 999 : 10 + i;  // a masked one: never
+  wait_until_all_vector(h, words, kVectorWords, status, cmp::eq, static_cast<const int*>(wanted));
+  std::size_t indices[kVectorWords];
+  long long* r = results;
+  r[first_any] = static_cast<long long>(any);
+  r[some_count] = static_cast<long long>(wait_until_some(h, words, kVectorWords, indices, status, cmp::ge, 10));
+  r[all_vector_done] = 1;
+  r[test_all_masked] = test_all(h, words, kVectorWords, status, cmp::ge, 10);
+  r[test_all_unmasked] = test_all(h, words, kVectorWords, static_cast<const int*>(nullptr), cmp::ge, 10);
+  r[test_any_masked] = static_cast<long long>(test_any(h, words, kVectorWords, status, cmp::lt, 10));
+  r[test_any_unmasked] =
+      static_cast<long long>(test_any(h, words, kVectorWords, static_cast<const int*>(nullptr), cmp::lt, 10));
+  const std::size_t found = test_some(h, words, kVectorWords, indices, status, cmp::ge, 10);
+  r[test_some_count] = static_cast<long long>(found);
+  r[test_some_indices] = 0;
+  for (std::size_t k = 0; k < found && k < kVectorWords; ++k)
+    r[test_some_indices] = r[test_some_indices] * 10 + indices[k];
+  r[any_all_masked] = static_cast<long long>(wait_until_any(h, words, kVectorWords, all_masked, cmp::ge, 0));
 }
 
 template <typename Scope>
 void check_vector_waits(unsigned threads) {
   shoal::world& w = *the_world();
-  ASSERT_LE(w.n_pes(), 64);
-  int* words = static_cast<int*>(w.calloc(w.n_pes(), sizeof(int)));
+  SCOPED_TRACE(std::to_string(threads) + " threads");
+  int* words = w.malloc_array<int>(kVectorWords);
+  std::mt19937 rng(31 + threads);
+  std::vector<int> initial(kVectorWords), status(kVectorWords), all_masked(kVectorWords, 1);
+  for (int i = 0; i < kVectorWords; ++i) {
+    initial[i] = int(rng() % 10);
+    status[i] = masked(i) ? int(1 + rng() % 100) : 0;  // any non-zero status masks
+  }
+  upload(words, std::vector<std::uint8_t>(reinterpret_cast<const std::uint8_t*>(initial.data()),
+                                          reinterpret_cast<const std::uint8_t*>(initial.data() + kVectorWords)));
+  int *d_status = nullptr, *d_all_masked = nullptr;
   long long* results = nullptr;
-  ASSERT_EQ(cudaMalloc(&results, 6 * sizeof(long long)), cudaSuccess);
-  int masked = w.n_pes() > 1 ? 0 : -1;
-  vector_wait_kernel<Scope><<<1, threads>>>(w.device_handle(), words, masked, results);
+  ASSERT_EQ(cudaMalloc(&d_status, 2 * kVectorWords * sizeof(int)), cudaSuccess);
+  d_all_masked = d_status + kVectorWords;
+  ASSERT_EQ(cudaMemcpy(d_status, status.data(), kVectorWords * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_all_masked, all_masked.data(), kVectorWords * sizeof(int), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&results, kVectorResults * sizeof(long long)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(results, 0xFF, kVectorResults * sizeof(long long)), cudaSuccess);
+  barrier_all(w);
+  vector_wait_kernel<Scope><<<2, threads>>>(w.device_handle(), words, d_status, d_all_masked, next_pe(w), results);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  long long got[6];
+  long long got[kVectorResults];
   ASSERT_EQ(cudaMemcpy(got, results, sizeof(got), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_NE(got[0], masked);
-  EXPECT_GE(got[0], 0);
-  EXPECT_LT(got[0], w.n_pes());
-  EXPECT_EQ(got[1], w.n_pes() - (masked >= 0 ? 1 : 0));
-  EXPECT_EQ(got[2], 1);
-  EXPECT_EQ(got[3], static_cast<long long>(SIZE_MAX));
-  EXPECT_EQ(got[4], 1);  // only word 0 (set by PE 0) equals 10
-  EXPECT_EQ(got[5], 0);
+  long long unmasked_indices = 0;
+  int first_masked = -1;
+  for (int i = 0; i < kVectorWords; ++i) {
+    if (!masked(i)) unmasked_indices = unmasked_indices * 10 + i;
+    if (masked(i) && first_masked < 0) first_masked = i;
+  }
+  ASSERT_GE(got[first_any], 0);
+  ASSERT_LT(got[first_any], kVectorWords);
+  EXPECT_FALSE(masked(int(got[first_any]))) << "wait_until_any returned masked word " << got[first_any];
+  EXPECT_GE(got[some_count], 1);
+  EXPECT_LE(got[some_count], kUnmasked);
+  EXPECT_EQ(got[all_vector_done], 1);
+  EXPECT_EQ(got[test_all_masked], 1);
+  EXPECT_EQ(got[test_all_unmasked], 0);
+  EXPECT_EQ(got[test_any_masked], static_cast<long long>(SIZE_MAX));
+  EXPECT_EQ(got[test_any_unmasked], first_masked);
+  EXPECT_EQ(got[test_some_count], kUnmasked);
+  EXPECT_EQ(got[test_some_indices], unmasked_indices);
+  EXPECT_EQ(got[any_all_masked], static_cast<long long>(SIZE_MAX));
+  std::vector<int> final_words(kVectorWords);
+  ASSERT_EQ(cudaMemcpy(final_words.data(), words, kVectorWords * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < kVectorWords; ++i) EXPECT_EQ(final_words[i], masked(i) ? initial[i] : 10 + i) << "word " << i;
   barrier_all(w);
   cudaFree(results);
+  cudaFree(d_status);
   w.free(words);
 }
 
