@@ -61,7 +61,10 @@ void run_matrix(launch_shape shape, std::size_t max_bytes) {
   const std::size_t kGuard = 64;
   // 8 and 13 leave 16-byte-aligned copies with edges of one 8-byte piece, and of 8 + 4 + 1 bytes.
   const std::size_t sizes[] = {0, 1, 7, 8, 13, 16, 4096 + 3, 65536 + 9, (1u << 20) + 5};
-  const std::pair<std::size_t, std::size_t> offsets[] = {{0, 0}, {1, 1}, {3, 5}, {8, 0}, {16, 4}};
+  // {src, dst} offsets; the destination lies kGuard (even) further on, so the first five keep dst - src even
+  // and the last three make it odd, where no aligned access can serve both sides.
+  const std::pair<std::size_t, std::size_t> offsets[] = {{0, 0},  {1, 1}, {3, 5}, {8, 0},
+                                                         {16, 4}, {0, 3}, {5, 0}, {7, 12}};
   const std::size_t capacity = (1u << 20) + 5 + 2 * kGuard + 32;
 
   auto* sym = static_cast<std::byte*>(w.malloc(capacity));
@@ -217,41 +220,67 @@ TEST(Rma, GridScopeStreamOfSmallMessages) {
   run_stream<grid_scope>({4, 256});
 }
 
-// p / g on several element types: thread t of the kernel handles element t.
+// p / g on several element types: thread t of the kernel puts values[t] into element t of the target's
+// first half and gets element t of its second half. Both halves start at random values, and what a PE
+// puts differs from what it overwrites.
 template <typename T>
-__global__ void p_g_kernel(device_handle h, T* sym, T* got, int count, int pe, std::uint64_t salt) {
+__global__ void p_g_kernel(device_handle h, T* sym, const T* values, T* got, int count, int pe) {
   int t = threadIdx.x;
   if (t >= count) return;
-  p(h, sym + t, static_cast<T>(salt * 31 + t * 7 + h.pe), pe);
+  p(h, sym + t, values[t], pe);
   quiet(h);
   got[t] = g(h, sym + count + t, pe);
+}
+
+// A random value of T for (salt, pe, element, role), the same on every PE.
+template <typename T>
+T scalar_value(std::uint64_t salt, int pe, int element, int role) {
+  std::mt19937_64 rng(((salt * 1000003 + std::uint64_t(pe)) * 4099 + std::uint64_t(element)) * 4 + std::uint64_t(role));
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(static_cast<std::int64_t>(rng() % 2000001) - 1000000) / T(8);  // exact in float
+  else
+    return static_cast<T>(rng());
 }
 
 template <typename T>
 void check_p_g() {
   shoal::world& w = *the_world();
   const int kCount = 64;
-  const std::uint64_t salt = 5 + sizeof(T);
+  const std::uint64_t salt = 5 + sizeof(T) + (std::is_floating_point_v<T> ? 100 : 0);
+  enum { kHeld = 0, kRead = 1, kPut = 2 };
+  // What `pe` puts into element t of the next PE's first half: never what is there already.
+  auto put_by = [&](int pe, int t) {
+    const T held = scalar_value<T>(salt, (pe + 1) % w.n_pes(), t, kHeld);
+    const T v = scalar_value<T>(salt, pe, t, kPut);
+    return v == held ? static_cast<T>(v + T(1)) : v;
+  };
   T* sym = w.malloc_array<T>(2 * kCount);
-  T* got = nullptr;
+  T *got = nullptr, *values = nullptr;
   ASSERT_EQ(cudaMalloc(&got, kCount * sizeof(T)), cudaSuccess);
-  // Second half: values others read with g.
-  std::vector<T> mine(2 * kCount);
-  for (int i = 0; i < kCount; ++i) mine[kCount + i] = static_cast<T>(i * 3 + w.pe() * 11 + 1);
+  ASSERT_EQ(cudaMalloc(&values, kCount * sizeof(T)), cudaSuccess);
+  std::vector<T> mine(2 * kCount), to_put(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    mine[i] = scalar_value<T>(salt, w.pe(), i, kHeld);
+    mine[kCount + i] = scalar_value<T>(salt, w.pe(), i, kRead);
+    to_put[i] = put_by(w.pe(), i);
+  }
   ASSERT_EQ(cudaMemcpy(sym, mine.data(), mine.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(values, to_put.data(), kCount * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before peers read or write it (see upload())
   barrier_all(w);
-  p_g_kernel<<<1, kCount>>>(w.device_handle(), sym, got, kCount, next_pe(w), salt);
+  p_g_kernel<<<1, kCount>>>(w.device_handle(), sym, values, got, kCount, next_pe(w));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   barrier_all(w);
-  std::vector<T> written(kCount), read(kCount);
-  ASSERT_EQ(cudaMemcpy(written.data(), sym, kCount * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<T> written(2 * kCount), read(kCount);
+  ASSERT_EQ(cudaMemcpy(written.data(), sym, written.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(read.data(), got, kCount * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   for (int t = 0; t < kCount; ++t) {
-    EXPECT_EQ(written[t], static_cast<T>(salt * 31 + t * 7 + prev_pe(w))) << "element " << t;
-    EXPECT_EQ(read[t], static_cast<T>(t * 3 + next_pe(w) * 11 + 1)) << "element " << t;
+    EXPECT_EQ(written[t], put_by(prev_pe(w), t)) << "element " << t;
+    EXPECT_EQ(written[kCount + t], mine[kCount + t]) << "element " << t << " of the half that is only read";
+    EXPECT_EQ(read[t], scalar_value<T>(salt, next_pe(w), t, kRead)) << "element " << t;
   }
   barrier_all(w);
+  cudaFree(values);
   cudaFree(got);
   w.free(sym);
 }
