@@ -415,14 +415,15 @@ struct coll_case {
   coll_kind kind = coll_kind::reduce;
   reduce_op op = reduce_op::sum;
   std::size_t count = 0;
-  std::size_t misalign = 0;  // elements past a 256-byte boundary, for dst and src alike
+  std::size_t src_misalign = 0;  // elements past a 256-byte boundary
+  std::size_t dst_misalign = 0;  // (in place: src's)
   bool in_place = false;     // dst == src (reduce and broadcast)
   int root = 0;
 
   std::string describe() const {
     std::ostringstream out;
-    out << to_string(kind) << " op=" << shoal::to_string(op) << " count=" << count << " misalign=" << misalign
-        << (in_place ? " in_place" : "") << " root=" << root;
+    out << to_string(kind) << " op=" << shoal::to_string(op) << " count=" << count << " misalign=" << src_misalign
+        << "/" << dst_misalign << (in_place ? " in_place" : "") << " root=" << root;
     return out.str();
   }
 };
@@ -435,8 +436,8 @@ void check_case(sym_arena& arena, const team& t, const coll_case& c, std::uint64
   const int n = std::max(t.size(), 1);
   const std::size_t src_len = src_elements(c.kind, c.count, n), dst_len = dst_elements(c.kind, c.count, n);
   arena.reset(seed);
-  T* src = arena.carve<T>(src_len, c.misalign);
-  T* dst = c.in_place ? src : arena.carve<T>(dst_len, c.misalign);
+  T* src = arena.carve<T>(src_len, c.src_misalign);
+  T* dst = c.in_place ? src : arena.carve<T>(dst_len, c.dst_misalign);
   auto input_of = [&](int pe) { return random_values<T>(seed * 1024 + std::uint64_t(pe), src_len, c.op); };
   if (t.member()) {
     arena.fill(src, input_of(w.pe()));
@@ -489,7 +490,7 @@ struct matrix_options {
   std::vector<coll_kind> kinds;
   std::vector<std::size_t> counts;
   reduce_op op = reduce_op::sum;
-  bool misaligned = true;  // also run each count at src/dst + 1 element
+  bool misaligned = true;  // also run each count with src 1 and dst 2 elements past an aligned address
   bool in_place = true;    // also run reduce and broadcast with dst == src
   std::vector<std::optional<algorithm>> algorithms;  // empty: algorithms_of(kind)
 };
@@ -517,7 +518,8 @@ void run_matrix(const team& t, const matrix_options& m, std::uint64_t seed, cons
           const coll_case c{.kind = kind,
                             .op = m.op,
                             .count = count,
-                            .misalign = layout == 1 ? 1u : 0u,
+                            .src_misalign = layout == 1 ? 1u : 0u,
+                            .dst_misalign = layout == 1 ? 2u : 0u,
                             .in_place = in_place,
                             .root = int(case_id % std::uint64_t(n))};
           SCOPED_TRACE("algorithm " + to_string(algo) + " on a team of " + std::to_string(n));
@@ -652,7 +654,8 @@ void run_stream_matrix(const team& t, const matrix_options& m, std::uint64_t see
         const coll_case c{.kind = kind,
                           .op = m.op,
                           .count = count,
-                          .misalign = layout == 1 ? 1u : 0u,
+                          .src_misalign = layout == 1 ? 1u : 0u,
+                          .dst_misalign = layout == 1 ? 2u : 0u,
                           .in_place = in_place,
                           .root = int(case_id % std::uint64_t(n))};
         check_case<T>(arena, t, c, case_id, [&](T* dst, const T* src) {

@@ -88,6 +88,10 @@ TEST(CollExchange, BytesWarpScope) {
   SHOAL_REQUIRE_WORLD(1);
   exchange_matrix<std::uint8_t>(scope_kind::warp, {1, 7, 37, 1001, 40003}, 16);
 }
+TEST(CollExchange, BytesBlockScope) {
+  SHOAL_REQUIRE_WORLD(1);
+  exchange_matrix<std::uint8_t>(scope_kind::block, {1, 7, 37, 1001, 40003, 100003}, 18);
+}
 TEST(CollExchange, BytesGridScope) {
   SHOAL_REQUIRE_WORLD(1);
   exchange_matrix<std::uint8_t>(scope_kind::grid, {1, 7, 37, 1001, 40003, 100003}, 17);

@@ -109,7 +109,9 @@ void check_mixed_sequence(scope_kind scope, std::uint64_t seed) {
       const std::size_t i = steps.size();
       const std::size_t count = r % 9 == 8 ? 5000 + r : 1 + (i * 53) % 900;
       const std::vector<std::optional<algorithm>> algos = algorithms_of(kind);
-      const std::optional<algorithm> algo = algos[(i + std::size_t(r)) % algos.size()];
+      // Each kind comes once per round, so cycling by round gives every kind each of its algorithms (the
+      // large counts of rounds 8, 17, 26 and 35 included).
+      const std::optional<algorithm> algo = algos[std::size_t(r) % algos.size()];
       step_desc s{.kind = int(kind),
                   .coll = int(collective_of(kind)),
                   .algo = algo ? int(*algo) : -1,

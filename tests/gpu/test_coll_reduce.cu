@@ -1,7 +1,7 @@
 // Device-API reduce (all-reduce) and reducescatter at thread, warp, block and grid scope: every algorithm
 // forced in turn and the model's choice, sizes 0, 1, 37, 1000, 10000 (and 65537 for block and grid), at
-// aligned and misaligned (+1 element) addresses and in place, on int32_t with sum (exact for any number
-// of PEs, so every misplaced element shows). Element types and operators: test_coll_types_*.cu.
+// aligned and misaligned (src 1, dst 2 elements off) addresses and in place, on int32_t with sum (exact for
+// any number of PEs, so every misplaced element shows). Element types and operators: test_coll_types_*.cu.
 #include "coll_reference.hpp"
 #include "shoal/device.cuh"
 

@@ -133,8 +133,8 @@ class step_batch {
     world& w = arena.owner();
     for (std::size_t i = 0; i < steps_.size(); ++i) {
       const coll_case& c = steps_[i];
-      T* src = arena.carve<T>(src_elements(c.kind, c.count, n_), c.misalign);
-      T* dst = c.in_place ? src : arena.carve<T>(dst_elements(c.kind, c.count, n_), c.misalign);
+      T* src = arena.carve<T>(src_elements(c.kind, c.count, n_), c.src_misalign);
+      T* dst = c.in_place ? src : arena.carve<T>(dst_elements(c.kind, c.count, n_), c.dst_misalign);
       if (t.member()) {
         arena.fill(src, input_of(i, w.pe()));
         arena.will_write(dst, dst_elements(c.kind, c.count, n_) * sizeof(T));
@@ -198,7 +198,8 @@ std::vector<coll_case> mixed_steps(int rounds, int n, std::uint64_t salt) {
       steps.push_back({.kind = kind,
                        .op = static_cast<reduce_op>(i % kReduceOpCount),
                        .count = count,
-                       .misalign = i % 3 == 1 ? 1u : 0u,
+                       .src_misalign = i % 3 == 1 ? 1u : 0u,
+                       .dst_misalign = i % 3 == 1 ? 2u : 0u,
                        .in_place = in_place,
                        .root = int(i % std::size_t(n))});
     }
@@ -266,7 +267,7 @@ void check_graph_replay(const team& t) {
   const int n = t.size();
   const std::vector<coll_case> int_steps = {
       {.kind = coll_kind::reduce, .op = reduce_op::sum, .count = 1000},
-      {.kind = coll_kind::reducescatter, .op = reduce_op::bit_xor, .count = 333, .misalign = 1},
+      {.kind = coll_kind::reducescatter, .op = reduce_op::bit_xor, .count = 333, .src_misalign = 1, .dst_misalign = 2},
       {.kind = coll_kind::broadcast, .count = 5000, .root = n - 1},
       {.kind = coll_kind::fcollect, .count = 77},
       {.kind = coll_kind::alltoall, .count = 4099},
@@ -274,7 +275,7 @@ void check_graph_replay(const team& t) {
   };
   const std::vector<coll_case> half_steps = {
       {.kind = coll_kind::reduce, .op = reduce_op::sum, .count = 2049},
-      {.kind = coll_kind::reducescatter, .op = reduce_op::min, .count = 100, .misalign = 1},
+      {.kind = coll_kind::reducescatter, .op = reduce_op::min, .count = 100, .src_misalign = 3, .dst_misalign = 0},
   };
   sym_arena arena(w, step_batch<std::int32_t>::bytes_for(int_steps, n) + step_batch<__half>::bytes_for(half_steps, n));
   test_stream s;
@@ -322,6 +323,54 @@ TEST(CollStream, GraphReplayWithNewInputs) {
   check_graph_replay(world_team(*the_world()));
 }
 
+// How many copy nodes a CUDA graph holds after capturing enqueue(stream): the copy-engine paths enqueue
+// cudaMemcpyAsync, the kernel paths none. The graph is launched once, so every member's calls stay
+// matched; its data is not checked (the tests above check the same calls).
+template <typename Enqueue>
+std::size_t copies_in_capture(Enqueue&& enqueue) {
+  test_stream s;
+  cudaGraph_t graph = nullptr;
+  auto check = [](cudaError_t status, const char* what) {
+    if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  };
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  enqueue(static_cast<cudaStream_t>(s));
+  check(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+  std::size_t count = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  std::size_t copies = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    copies += type == cudaGraphNodeTypeMemcpy ? 1 : 0;
+  }
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+  s.wait("captured call");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return copies;
+}
+
+// Symmetric int32 buffers of `count` elements per member for copies_in_capture, freed with it.
+struct capture_buffers {
+  capture_buffers(world& w, std::size_t count) : w(w) {
+    src = static_cast<std::int32_t*>(w.calloc(count * std::size_t(w.n_pes()), sizeof(std::int32_t)));
+    dst = static_cast<std::int32_t*>(w.calloc(count * std::size_t(w.n_pes()), sizeof(std::int32_t)));
+  }
+  ~capture_buffers() {
+    w.free(dst);
+    w.free(src);
+  }
+  capture_buffers(const capture_buffers&) = delete;
+  capture_buffers& operator=(const capture_buffers&) = delete;
+  world& w;
+  std::int32_t *src = nullptr, *dst = nullptr;
+};
+
 // Direct broadcast, fcollect and alltoall move blocks from SHOAL_COLL_CE_BYTES up with the copy engines
 // (a fork to the world's side stream for the own block, and meeting kernels around the copies). With
 // the threshold at 1 byte every direct exchange takes that path: every layout and size, then a graph.
@@ -336,6 +385,14 @@ TEST(CollStream, CopyEngineExchanges) {
   run_stream_matrix<std::int32_t>(t, {.kinds = exchanges, .counts = {1, 37, 10000, 65537}}, 710);
   run_stream_matrix<std::uint8_t>(t, {.kinds = exchanges, .counts = {1, 7, 40003}}, 711);
   check_graph_replay(t);
+  // The copy engines really ran: each exchange's capture holds copies (for broadcast, the root's: the
+  // others only receive).
+  capture_buffers b(w, 4096);
+  const std::size_t broadcast_copies =
+      copies_in_capture([&](cudaStream_t s) { broadcast_on_stream(t, b.dst, b.src, 4096, 0, s); });
+  if (t.my_index() == 0) EXPECT_GT(broadcast_copies, 0u);
+  EXPECT_GT(copies_in_capture([&](cudaStream_t s) { fcollect_on_stream(t, b.dst, b.src, 4096, s); }), 0u);
+  EXPECT_GT(copies_in_capture([&](cudaStream_t s) { alltoall_on_stream(t, b.dst, b.src, 4096, s); }), 0u);
 }
 
 // A two-member team's out-of-place two-shot all-reduce moves its halves with the copy engines once each
@@ -366,6 +423,13 @@ TEST(CollStream, CopyEngineReductions) {
   run_stream_matrix<std::int32_t>(
       t, {.kinds = kinds, .counts = {(std::size_t{34} << 20) / 4 + 3}, .misaligned = false, .in_place = false}, seed++);
   check_graph_replay(t);
+  // The copy engines really ran for the out-of-place calls, and not for the in-place all-reduce.
+  capture_buffers b(w, 4096);
+  EXPECT_GT(copies_in_capture([&](cudaStream_t s) { reduce_on_stream(t, b.dst, b.src, 4096, reduce_op::sum, s); }), 0u);
+  EXPECT_GT(
+      copies_in_capture([&](cudaStream_t s) { reducescatter_on_stream(t, b.dst, b.src, 4096, reduce_op::sum, s); }),
+      0u);
+  EXPECT_EQ(copies_in_capture([&](cudaStream_t s) { reduce_on_stream(t, b.src, b.src, 4096, reduce_op::sum, s); }), 0u);
 }
 
 // ---- registered buffers
