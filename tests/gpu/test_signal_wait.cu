@@ -86,9 +86,11 @@ TEST(Signal, PutSignalEveryScope) {
 }
 
 __global__ void signal_op_kernel(device_handle h, std::uint64_t* sig, std::uint64_t set_value, int target) {
-  // Every thread adds its index + 1; then thread 0 sets the second word.
+  // Every thread adds its index + 1; then thread 0 sets the second word. Complete at quiet (a target on
+  // another node is signalled through the proxy).
   signal_op(h, sig, threadIdx.x + 1, sig_op::add, target);
   if (threadIdx.x == 0) signal_op(h, sig + 1, set_value, sig_op::set, target);
+  quiet(h);
 }
 
 __global__ void signal_fetch_kernel(device_handle h, const std::uint64_t* sig, std::uint64_t* fetched) {
