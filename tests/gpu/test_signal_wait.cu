@@ -247,15 +247,8 @@ __global__ void vector_wait_kernel(device_handle h, int* words, const int* statu
   Scope scope;
   if (blockIdx.x == 0) {
     if (!Scope::leader()) return;
-    const std::uint64_t start = detail::global_timer_ns();
-    for (int i = 0, released = 0; i < kVectorWords; ++i) {
-      if (masked(i)) continue;
-      while (detail::global_timer_ns() - start < 20000u + 5000u * released) {
-      }
-      p(h, words + i, 10 + i, target);
-      quiet(h);
-      ++released;
-    }
+    for (int i = 0, released = 0; i < kVectorWords; ++i)
+      if (!masked(i)) release_later(h, words + i, 10 + i, target, released++ == 0 ? 20000 : 5000);
     return;
   }
   const std::size_t any = wait_until_any(scope, h, words, kVectorWords, status, cmp::ge, 10);
