@@ -34,15 +34,20 @@ pes_per_gpu() { echo $(( ($1 + gpus - 1) / (gpus > 0 ? gpus : 1) )); }
 # Starts MPS when a job of `most_pes` PEs would put more than one on a GPU.
 mps_start_for() { [ "$gpus" -ge 1 ] && [ "$(pes_per_gpu "$1")" -gt 1 ] && mps_start; return 0; }
 
-# launch N args...: shoalrun -n N args... with the environment for N PEs on this machine's GPUs.
+# launch N args...: shoalrun -n N args... with the environment for N PEs on this machine's GPUs. A client of
+# MPS gets 2 hardware work queues unless CUDA_DEVICE_MAX_CONNECTIONS says otherwise: too few for the
+# hierarchical all-reduce's streams beside the proxy's, so jobs across emulated nodes ask for 4
+# (docs/proxy-design.md, "Hardware work queues").
 launch() {
   local n=$1
   shift
   local per_gpu
   per_gpu=$(pes_per_gpu "$n")
   if [ "$per_gpu" -gt 1 ] && [ -n "$mps_dir" ]; then
-    CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / per_gpu)) \
-      "$SHOALRUN" -n "$n" "$@"
+    local queues=${CUDA_DEVICE_MAX_CONNECTIONS:-}
+    [ -z "$queues" ] && [ -n "${SHOAL_EMULATE_NODES:-}" ] && queues=4
+    env CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / per_gpu)) \
+      ${queues:+CUDA_DEVICE_MAX_CONNECTIONS=$queues} "$SHOALRUN" -n "$n" "$@"
   else
     "$SHOALRUN" -n "$n" "$@"
   fi

@@ -40,6 +40,10 @@ class world {
   int pe() const noexcept;
   int n_pes() const noexcept;
   int device() const noexcept;  // the CUDA device, or kNoDevice
+  // The hardware work queues CUDA gives this process's streams, as init found them: CUDA_DEVICE_MAX_CONNECTIONS,
+  // else 8, or 2 for a client of MPS; 0 without a device. Across nodes the proxy needs one to itself while
+  // kernels wait for other nodes (docs/proxy-design.md, "Hardware work queues").
+  int work_queues() const noexcept;
   shoal::bootstrap& bootstrap() const noexcept;
 
   // ---- symmetric heap. Every call below is collective over all PEs, in the same order with the same

@@ -45,7 +45,9 @@ int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_c
 // Whether reduce_on_stream(t, dst, src, count, ...) runs hierarchically: t is the world team, its PEs span
 // nodes with m >= 2 consecutively numbered PEs on each, the call uses all of the team's channels, dst and
 // src do not overlap, count >= m; and SHOAL_ALGO_REDUCE says hierarchical, or it is unset (or auto) and the
-// model predicts hierarchical faster. Any other forced algorithm runs flat.
+// model predicts hierarchical faster. Any other forced algorithm runs flat. With fewer hardware work queues
+// than kHierarchicalWorkQueues (host/work_queues.hpp) the model's choice is flat, and a forced hierarchical
+// throws shoal::error(unsupported) naming the variable to set: it would wait for the proxy forever.
 bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
                          std::size_t element_bytes);
 

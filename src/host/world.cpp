@@ -82,6 +82,7 @@ void setup_device(world::impl& w, int requested) {
   w.device = pick_device(requested, *w.boot);
   SHOAL_CUDA_CHECK(cudaSetDevice(w.device));
   SHOAL_CUDA_CHECK(cudaFree(nullptr));  // create the primary context before driver calls
+  w.work_queues = detail::work_queues_of_process(w.device);
   SHOAL_CUDA_CHECK(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
   SHOAL_CUDA_CHECK(cudaHostAlloc(&w.atomic_result, 64, cudaHostAllocMapped));
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.registration_table), sizeof(detail::registration_table)));
@@ -120,6 +121,17 @@ void start_proxy(world::impl& w) {
                    w.boot->n_nodes());
     return;
   }
+  if (w.work_queues.count < detail::kHierarchicalWorkQueues)
+    SHOAL_LOG_WARN(
+        base,
+        "this process has {} hardware work queue{} for its CUDA streams ({}). The proxy lands other nodes' "
+        "puts, signals and atomics with work on a stream of its own, which waits while every queue has "
+        "waiting work at its head{}: a kernel that waits for another node then never ends. The "
+        "hierarchical all-reduce (which holds two queues) is off. Set CUDA_DEVICE_MAX_CONNECTIONS to at "
+        "least {} in every PE's environment; see docs/proxy-design.md, \"Hardware work queues\".",
+        w.work_queues.count, w.work_queues.count == 1 ? "" : "s", w.work_queues.source,
+        w.work_queues.count == 1 ? " (with one queue: as soon as anything is queued behind such a kernel)" : "",
+        detail::kHierarchicalWorkQueues + 1);
   w.proxy = std::make_unique<detail::proxy_runtime>(*w.boot, w.heap->base(), w.heap->max_size(), w.device);
   detail::preload_proxy_kernels();
 }
@@ -257,6 +269,7 @@ void pair_streams::destroy() noexcept {
 int world::pe() const noexcept { return impl_->boot->pe(); }
 int world::n_pes() const noexcept { return impl_->boot->n_pes(); }
 int world::device() const noexcept { return impl_->device; }
+int world::work_queues() const noexcept { return impl_->work_queues.count; }
 shoal::bootstrap& world::bootstrap() const noexcept { return *impl_->boot; }
 
 void* world::malloc(std::size_t bytes) { return align(256, bytes); }

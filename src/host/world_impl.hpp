@@ -15,6 +15,7 @@
 #include "host/heap_allocator.hpp"
 #include "host/proxy_runtime.hpp"
 #include "host/symmetric_heap.hpp"
+#include "host/work_queues.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/team.hpp"
 #include "shoal/world.hpp"
@@ -55,6 +56,7 @@ struct world::impl {
   detail::config cfg;
   std::unique_ptr<shoal::bootstrap> boot;
   int device = kNoDevice;
+  detail::work_queue_count work_queues;  // read at init (host/work_queues.hpp); count 0 without a device
 
   // Present when device != kNoDevice.
   std::unique_ptr<detail::symmetric_heap> heap;

@@ -402,10 +402,12 @@ void proxy_engine::watch() {
       reported = s->seconds;
       SHOAL_LOG_WARN(proxy,
                      "the proxy thread has been {} for {:.1f} s: a CUDA or network call is not returning, and every "
-                     "request of this PE waits for it. Another thread of this process waiting in a synchronous "
-                     "CUDA call (a copy to or from pageable memory) while a kernel waits on the proxy is one "
-                     "cause: see docs/proxy-design.md, \"Blocking CUDA calls beside a kernel that waits on the "
-                     "proxy\"",
+                     "request of this PE waits for it. Two known causes, while a kernel waits on the proxy: another "
+                     "thread of this process waiting in a synchronous CUDA call (a copy to or from pageable memory), "
+                     "or waiting work at the head of every hardware work queue of the process, so the proxy's "
+                     "stream cannot start (too few queues: CUDA_DEVICE_MAX_CONNECTIONS, 2 under MPS). See "
+                     "docs/proxy-design.md, \"Blocking CUDA calls beside a kernel that waits on the proxy\" and "
+                     "\"Hardware work queues\"",
                      s->step, s->seconds);
     }
   }

@@ -14,6 +14,7 @@
 
 #include "coll/hierarchical.hpp"
 #include "gpu_env.hpp"
+#include "host/work_queues.hpp"
 
 namespace shoal::gpu_test {
 namespace {
@@ -79,6 +80,20 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
   if (m < 2 || nodes < 2 || m * nodes != n)
     GTEST_SKIP() << "needs the PEs across nodes with at least 2 on each; this job has " << nodes << " node(s) of " << m
                  << " PE(s) (try 4 PEs with SHOAL_EMULATE_NODES=2)";
+  if (w.work_queues() < detail::kHierarchicalWorkQueues) {
+    // Too few queues for its streams and the proxy's: the model must not pick it, and forcing it must say why
+    // instead of hanging.
+    auto* buf = static_cast<std::int32_t*>(w.malloc(2 * 4096 * sizeof(std::int32_t)));
+    EXPECT_FALSE(detail::runs_hierarchically(t, {}, buf, buf + 4096, 4096, 4));
+    {
+      const scoped_env force("SHOAL_ALGO_REDUCE", "hierarchical");
+      EXPECT_THROW(detail::runs_hierarchically(t, {}, buf, buf + 4096, 4096, 4), shoal::error);
+    }
+    w.free(buf);
+    GTEST_SKIP() << "this process has " << w.work_queues() << " hardware work queues; the hierarchical all-reduce "
+                 << "needs " << detail::kHierarchicalWorkQueues << " (set CUDA_DEVICE_MAX_CONNECTIONS; under MPS "
+                 << "the default is 2)";
+  }
   const scoped_env force("SHOAL_ALGO_REDUCE", "hierarchical");
   std::uint64_t salt = 0;
   // Unpipelined, in 3 uneven chunks, in 16, and as the model plans it.
