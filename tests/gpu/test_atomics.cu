@@ -15,9 +15,10 @@ namespace {
 
 constexpr int kBlocks = 8, kThreads = 128, kIters = 16;
 // A PE that reaches PE 0 only through the proxy (another node) pays a network round trip per atomic, and its
-// compare-and-swap loop loses most races to PEs that reach the word directly (each round through the proxy
-// settles one of its threads): it runs one iteration.
-constexpr int kProxiedIters = 1;
+// compare-and-swap loop loses most races (each round through the proxy settles about one of the threads in
+// it, so N proxied threads cost ~N^2/2 round trips): it runs one iteration on one block. With 8 blocks on
+// each of 2 such PEs the test took 10-18 s without MPS and over a minute under MPS.
+constexpr int kProxiedIters = 1, kProxiedBlocks = 1;
 constexpr unsigned kThreadsPerPe = kBlocks * kThreads;
 
 struct counters {
@@ -117,11 +118,17 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // landed before peers' atomics (see upload())
   unsigned long long* fetched = nullptr;
   ASSERT_EQ(cudaMalloc(&fetched, fetched_layout::slots * sizeof(unsigned long long)), cudaSuccess);
-  const int iters = w.ptr(c, 0) != nullptr ? kIters : kProxiedIters;
-  std::vector<int> iters_of(n_pes);
-  w.bootstrap().all_gather(&iters, iters_of.data(), sizeof iters);
+  // What each PE runs: iterations and threads (the fetched layout keeps kThreadsPerPe slots either way).
+  struct share {
+    int iters;
+    unsigned threads;
+  };
+  const bool direct = w.ptr(c, 0) != nullptr;
+  const share mine_share{direct ? kIters : kProxiedIters, (direct ? kBlocks : kProxiedBlocks) * unsigned(kThreads)};
+  std::vector<share> share_of(n_pes);
+  w.bootstrap().all_gather(&mine_share, share_of.data(), sizeof mine_share);
   barrier_all(w);
-  contention_kernel<<<kBlocks, kThreads>>>(w.device_handle(), c, fetched, iters);
+  contention_kernel<<<mine_share.threads / kThreads, kThreads>>>(w.device_handle(), c, fetched, mine_share.iters);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   barrier_all(w);
 
@@ -132,7 +139,7 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
     counters got{};
     ASSERT_EQ(cudaMemcpy(&got, c, sizeof(counters), cudaMemcpyDeviceToHost), cudaSuccess);
     unsigned long long ops = 0;
-    for (const int n : iters_of) ops += 1ull * kThreadsPerPe * unsigned(n);
+    for (const share& p : share_of) ops += 1ull * p.threads * unsigned(p.iters);
     EXPECT_EQ(got.add, initial.add + 3 * ops);
     EXPECT_EQ(got.inc, initial.inc + ops);
     EXPECT_EQ(got.cas, initial.cas + ops);
@@ -146,8 +153,8 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
     std::vector<unsigned long long> incs, want_incs;
     std::vector<double> dadds, want_dadds;
     for (int pe = 0; pe < n_pes; ++pe)
-      for (unsigned t = 0; t < kThreadsPerPe; ++t)
-        for (int i = 0; i < iters_of[pe]; ++i) {
+      for (unsigned t = 0; t < share_of[pe].threads; ++t)
+        for (int i = 0; i < share_of[pe].iters; ++i) {
           incs.push_back(slot(pe, fetched_layout::inc + t * kIters + i));
           dadds.push_back(std::bit_cast<double>(slot(pe, fetched_layout::dadd + t * kIters + i)));
         }
@@ -164,7 +171,7 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
                        want_and = initial.bits_and;
     std::vector<unsigned long long> xors, ands, swaps, xor_operands, and_operands;
     for (int pe = 0; pe < n_pes; ++pe)
-      for (unsigned t = 0; t < kThreadsPerPe; ++t) {
+      for (unsigned t = 0; t < share_of[pe].threads; ++t) {
         want_or |= or_bit(pe, t);
         want_fetch_xor ^= fetch_xor_pattern(pe, t);
         want_xor ^= xor_pattern(pe, t);
@@ -188,7 +195,7 @@ TEST(Atomics, ContentionFromAllThreadsOfAllPes) {
     swaps.push_back(got.swap);
     std::vector<unsigned long long> want{initial.swap};
     for (int pe = 0; pe < n_pes; ++pe)
-      for (unsigned t = 0; t < kThreadsPerPe; ++t) want.push_back(1000ull + pe * kThreadsPerPe + t);
+      for (unsigned t = 0; t < share_of[pe].threads; ++t) want.push_back(1000ull + pe * kThreadsPerPe + t);
     std::sort(swaps.begin(), swaps.end());
     std::sort(want.begin(), want.end());
     EXPECT_EQ(swaps, want) << "swap lost or duplicated a value";
