@@ -3,11 +3,15 @@
 //   1. on a stream, captured once in a CUDA graph with the kernel that produces its input, then replayed
 //      with a new input each time (a decode step);
 //   2. inside one persistent kernel: each step computes, then all-reduces a small vector at grid scope with
-//      shoal::ll_only (every call latency-bound), and uses the result.
+//      shoal::ll_only (every call latency-bound), and uses the result. LL reaches PEs by load and store
+//      only, so across nodes the kernel calls the default form, which goes through the proxy there.
 //
 //   shoalrun -n 2 -- ./allreduce
 //
-// The inputs are small integers held in floats, so every sum is exact and compared with ==.
+// The inputs are small integers held in floats, so every sum is exact and compared with ==. Host buffers
+// that copies on the call's stream touch are pinned (cudaMallocHost): across nodes, a copy to or from
+// pageable memory would hold the CUDA driver while the call waits for the proxy, and neither would move
+// (docs/proxy-design.md, "Blocking CUDA calls beside a kernel that waits on the proxy").
 #include <cstdio>
 #include <vector>
 
@@ -40,10 +44,14 @@ int on_a_stream(shoal::world& w) {
   const int steps = 20;
   float* x = w.malloc_array<float>(n);  // symmetric: the same object on every PE
   int* step = nullptr;
+  int* host_step = nullptr;  // pinned, as is `got`
+  float* got = nullptr;
   cudaStream_t stream;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   if (!cuda_ok(cudaMalloc(&step, sizeof(int)), "cudaMalloc") ||
+      !cuda_ok(cudaMallocHost(&host_step, sizeof(int)), "cudaMallocHost") ||
+      !cuda_ok(cudaMallocHost(&got, n * sizeof(float)), "cudaMallocHost") ||
       !cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
       !cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture"))
     return 1;
@@ -54,15 +62,14 @@ int on_a_stream(shoal::world& w) {
       !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"))
     return 1;
 
-  std::vector<float> got(n);
   std::size_t wrong = 0;
   for (int s = 0; s < steps; ++s) {
     // The copy back below waits for this step's call, whose completion means every member's x holds the
     // sum: no barrier is needed before the next step's produce overwrites x.
-    if (!cuda_ok(cudaMemcpyAsync(step, &s, sizeof(int), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync") ||
+    *host_step = s;  // the stream is idle here: the last step ended with a synchronize
+    if (!cuda_ok(cudaMemcpyAsync(step, host_step, sizeof(int), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync") ||
         !cuda_ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch") ||
-        !cuda_ok(cudaMemcpyAsync(got.data(), x, n * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync") ||
+        !cuda_ok(cudaMemcpyAsync(got, x, n * sizeof(float), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync") ||
         !cuda_ok(cudaStreamSynchronize(stream), "the graph's replay"))
       return 1;
     for (std::size_t i = 0; i < n; ++i) wrong += got[i] != expected_sum(w.n_pes(), i, s);
@@ -72,7 +79,8 @@ int on_a_stream(shoal::world& w) {
 
   const bool freed = cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy") &&
                      cuda_ok(cudaGraphDestroy(graph), "cudaGraphDestroy") &&
-                     cuda_ok(cudaStreamDestroy(stream), "cudaStreamDestroy") && cuda_ok(cudaFree(step), "cudaFree");
+                     cuda_ok(cudaStreamDestroy(stream), "cudaStreamDestroy") && cuda_ok(cudaFree(step), "cudaFree") &&
+                     cuda_ok(cudaFreeHost(host_step), "cudaFreeHost") && cuda_ok(cudaFreeHost(got), "cudaFreeHost");
   barrier_all(w);  // nobody frees x while a peer may still use it
   w.free(x);
   return wrong || !freed ? 1 : 0;
@@ -81,6 +89,7 @@ int on_a_stream(shoal::world& w) {
 // ---- 2. inside one kernel, at grid scope ---------------------------------------------------------------
 
 // Every CTA must be resident (grid_sync); the host launches no more than fit.
+template <bool NodeLocal>
 __global__ void compute_and_reduce(shoal::team_handle t, float* y, float* total, std::size_t n, int steps) {
   const std::size_t first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   const std::size_t stride = gridDim.x * std::size_t(blockDim.x);
@@ -89,7 +98,10 @@ __global__ void compute_and_reduce(shoal::team_handle t, float* y, float* total,
     // The call splits y among the CTAs differently from the loop above: all of y must be written before
     // any CTA's call sends its part.
     shoal::grid_sync(t.world);
-    shoal::reduce(shoal::grid, t, shoal::op::sum, y, y, n, shoal::ll_only);
+    if constexpr (NodeLocal)
+      shoal::reduce(shoal::grid, t, shoal::op::sum, y, y, n, shoal::ll_only);
+    else
+      shoal::reduce(shoal::grid, t, shoal::op::sum, y, y, n);
     // Each CTA's call completed its own part of y; meet before reading the parts of the others.
     shoal::grid_sync(t.world);
     for (std::size_t i = first; i < n; i += stride) total[i] += y[i];  // "use the result"
@@ -105,7 +117,10 @@ int inside_a_kernel(shoal::world& w) {
   if (!cuda_ok(cudaMalloc(&total, n * sizeof(float)), "cudaMalloc") ||
       !cuda_ok(cudaMemset(total, 0, n * sizeof(float)), "cudaMemset"))
     return 1;
-  compute_and_reduce<<<ctas, threads>>>(all.device_handle(), y, total, n, steps);
+  if (w.bootstrap().n_nodes() == 1)
+    compute_and_reduce<true><<<ctas, threads>>>(all.device_handle(), y, total, n, steps);
+  else
+    compute_and_reduce<false><<<ctas, threads>>>(all.device_handle(), y, total, n, steps);
   if (!cuda_ok(cudaGetLastError(), "kernel launch") || !cuda_ok(cudaDeviceSynchronize(), "the kernel")) return 1;
 
   std::vector<float> got(n);
@@ -116,8 +131,8 @@ int inside_a_kernel(shoal::world& w) {
     for (int s = 0; s < steps; ++s) want += expected_sum(w.n_pes(), i, s);
     wrong += got[i] != want;
   }
-  std::printf("PE %d: %d steps of compute + grid-scope reduce (ll_only) over %zu floats in one kernel: %s\n", w.pe(),
-              steps, n, wrong ? "WRONG" : "ok");
+  std::printf("PE %d: %d steps of compute + grid-scope reduce (%s) over %zu floats in one kernel: %s\n", w.pe(), steps,
+              w.bootstrap().n_nodes() == 1 ? "ll_only" : "across nodes", n, wrong ? "WRONG" : "ok");
 
   const bool freed = cuda_ok(cudaFree(total), "cudaFree");
   barrier_all(w);
