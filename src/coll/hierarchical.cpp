@@ -72,11 +72,12 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   if (count < static_cast<std::size_t>(m) || (d < s + bytes && s < d + bytes)) return false;
   const std::string_view forced =
       forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
-  const bool wanted = forced.empty() || names_host_composition(collective::reduce, forced);
+  const bool forced_hierarchical = !forced.empty() && names_host_composition(collective::reduce, forced);
+  if (!forced.empty() && !forced_hierarchical) return false;
   // Its two streams' waiting work and the proxy's stream need a queue each (host/work_queues.hpp).
   const detail::work_queue_count& queues = w.internals().work_queues;
-  if (wanted && queues.count < kHierarchicalWorkQueues) {
-    if (forced.empty()) return false;
+  if (queues.count < kHierarchicalWorkQueues) {
+    if (!forced_hierarchical) return false;
     throw error(
         errc::unsupported, "shoal::reduce_on_stream",
         fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues and this "
@@ -84,7 +85,7 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
                     "CUDA_DEVICE_MAX_CONNECTIONS to at least {} (docs/proxy-design.md, \"Hardware work queues\")",
                     forced, kHierarchicalWorkQueues, queues.count, queues.source, kHierarchicalWorkQueues));
   }
-  if (!forced.empty()) return wanted;
+  if (forced_hierarchical) return true;
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};
   const coll_model_table& table = active_coll_model();
   return plan_hierarchical_reduce(table, shape, bytes).us < flat_reduce_us(table, shape, bytes);

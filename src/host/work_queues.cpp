@@ -25,10 +25,7 @@ work_queue_count work_queues_from(const char* max_connections, bool under_mps) {
 work_queue_count work_queues_of_process(int device) {
   int mps = 0;
   // A driver that does not know the attribute says nothing about MPS: no MPS assumed.
-  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    mps = 0;
-  }
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) (void)cudaGetLastError();
   return work_queues_from(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), mps != 0);
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "host/work_queues.hpp"
 
 namespace shoal::detail {
