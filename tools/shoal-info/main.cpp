@@ -14,6 +14,7 @@
 
 #include "base/config.hpp"
 #include "coll/tuning.hpp"
+#include "host/work_queues.hpp"
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
 #include "transport/network.hpp"
@@ -175,6 +176,22 @@ void print_markdown() {
                markdown_cell(var.accepts), markdown_cell(var.description));
 }
 
+// The hardware work queues this process's streams get on its first GPU; none without a GPU.
+std::optional<shoal::detail::work_queue_count> work_queues_here(const topology& topo) {
+  if (topo.gpus.empty()) return std::nullopt;
+  return shoal::detail::work_queues_of_process(topo.gpus.front().device);
+}
+
+void print_work_queues(const topology& topo) {
+  const auto queues = work_queues_here(topo);
+  if (!queues) return;
+  fmt::print(
+      "Hardware work queues for CUDA streams: {} ({}). Across nodes the proxy needs one to itself while kernels\n"
+      "  wait for other nodes, and the hierarchical all-reduce needs {} (docs/proxy-design.md, \"Hardware work "
+      "queues\").\n\n",
+      queues->count, queues->source, shoal::detail::kHierarchicalWorkQueues);
+}
+
 nlohmann::json to_json(const topology& topo, const std::string& topo_error, const std::vector<config_row>& config,
                        const std::string& config_error) {
   nlohmann::json out;
@@ -208,6 +225,9 @@ nlohmann::json to_json(const topology& topo, const std::string& topo_error, cons
          {"transport", std::string(shoal::detail::to_string(shoal::detail::select_transport(true, l.peer_access)))}});
   }
   out["network"] = shoal::detail::describe_ucx_network();
+  const auto queues = work_queues_here(topo);
+  out["work_queues"] =
+      queues ? nlohmann::json{{"count", queues->count}, {"source", queues->source}} : nlohmann::json(nullptr);
   out["config"] = nlohmann::json::array();
   for (const auto& row : config)
     out["config"].push_back({{"name", row.var->name},
@@ -421,6 +441,7 @@ int main(int argc, char** argv) {
       fmt::print("{}\n\n", version_line());
       print_topology(topo, topo_error, emulating_nodes(config));
       fmt::print("Network (the proxy's, between nodes): {}\n\n", shoal::detail::describe_ucx_network());
+      print_work_queues(topo);
     }
     print_config(config);
   }
