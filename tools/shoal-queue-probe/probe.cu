@@ -18,15 +18,16 @@
 // --priority high creates the probed streams at the greatest priority (the proxy's stream is one).
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "probe_common.hpp"
+#include "shoal/dev/detail/spin.cuh"
 
 namespace {
 
@@ -35,14 +36,7 @@ namespace {
 __global__ void spinner(volatile const int* release, volatile int* started) {
   *started = 1;
   __threadfence_system();
-  std::uint64_t start = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    if (*release != 0) return;
-    std::uint64_t now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > 20'000'000'000ull) return;
-  }
+  shoal::detail::spin_until([&] { return *release != 0; }, 20'000'000'000ull);
 }
 
 __global__ void touch(std::uint64_t* word) { *word += 1; }
@@ -157,12 +151,12 @@ int run(int argc, char** argv) {
   reinterpret_cast<volatile int*>(flags)[0] = 1;
   PROBE_CUDA(cudaDeviceSynchronize());
 
+  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   std::printf(
       "work=%s spinner=%s behind=%d held=%d priority=%s streams=%d CUDA_DEVICE_MAX_CONNECTIONS=%s: %zu of %d probed "
       "streams waited for the spinner:",
       o.work.c_str(), o.spinner_on.c_str(), o.behind, o.held, o.priority.c_str(), o.streams,
-      std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") ? std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") : "unset", blocked.size(),
-      o.streams - o.held);
+      connections ? connections : "unset", blocked.size(), o.streams - o.held);
   for (const int i : blocked) std::printf(" %d", i);
   std::printf("\n");
 
