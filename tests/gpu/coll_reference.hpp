@@ -495,41 +495,57 @@ struct matrix_options {
   std::vector<std::optional<algorithm>> algorithms;  // empty: algorithms_of(kind)
 };
 
+namespace detail_matrix {
+// An arena for every case of `m`. Sized for the world, not the team: heap calls take the same size on every
+// PE, and PEs in different teams of one split (rows of split_2d) may be in teams of different sizes.
+template <typename T>
+std::size_t arena_bytes(const world& w, const matrix_options& m) {
+  std::size_t largest = 0;
+  for (std::size_t count : m.counts) largest = std::max(largest, count);
+  return 2 * (largest * std::size_t(w.n_pes()) + 2) * sizeof(T) + 4096;
+}
+
+// Calls f(c, case_id) for each count x layout (aligned; misaligned when m.misaligned; in place for reduce and
+// broadcast when m.in_place) of `kind` on a team of n members. case_id counts up across calls, so that every
+// case gets its own random data and root.
+template <typename F>
+void for_each_case(const matrix_options& m, coll_kind kind, int n, std::uint64_t& case_id, F&& f) {
+  for (std::size_t count : m.counts) {
+    for (int layout = 0; layout < 3; ++layout) {
+      const bool in_place = layout == 2;
+      if (layout == 1 && !m.misaligned) continue;
+      if (in_place && !(m.in_place && (kind == coll_kind::reduce || kind == coll_kind::broadcast))) continue;
+      ++case_id;
+      const coll_case c{.kind = kind,
+                        .op = m.op,
+                        .count = count,
+                        .src_misalign = layout == 1 ? 1u : 0u,
+                        .dst_misalign = layout == 1 ? 2u : 0u,
+                        .in_place = in_place,
+                        .root = int(case_id % std::uint64_t(n))};
+      f(c, case_id);
+    }
+  }
+}
+}  // namespace detail_matrix
+
 // Every kind x algorithm (model's choice, then each forced with with_algorithm; or m.algorithms) x count x
 // layout on team `t`, checked against the reference. Every PE of the world calls.
 template <typename T>
 void run_matrix(const team& t, const matrix_options& m, std::uint64_t seed, const device_launcher<T>& launch) {
-  world& w = t.owner();
   const int n = std::max(t.size(), 1);
-  std::size_t largest = 0;
-  for (std::size_t count : m.counts) largest = std::max(largest, count);
-  // Sized for the world, not the team: heap calls take the same size on every PE, and PEs in different
-  // teams of one split (rows of split_2d) may be in teams of different sizes.
-  sym_arena arena(w, 2 * (largest * std::size_t(w.n_pes()) + 2) * sizeof(T) + 4096);
+  sym_arena arena(t.owner(), detail_matrix::arena_bytes<T>(t.owner(), m));
   std::uint64_t case_id = seed * 100000;
   for (coll_kind kind : m.kinds) {
     for (std::optional<algorithm> algo : m.algorithms.empty() ? algorithms_of(kind) : m.algorithms) {
-      for (std::size_t count : m.counts) {
-        for (int layout = 0; layout < 3; ++layout) {
-          const bool in_place = layout == 2;
-          if (layout == 1 && !m.misaligned) continue;
-          if (in_place && !(m.in_place && (kind == coll_kind::reduce || kind == coll_kind::broadcast))) continue;
-          ++case_id;
-          const coll_case c{.kind = kind,
-                            .op = m.op,
-                            .count = count,
-                            .src_misalign = layout == 1 ? 1u : 0u,
-                            .dst_misalign = layout == 1 ? 2u : 0u,
-                            .in_place = in_place,
-                            .root = int(case_id % std::uint64_t(n))};
-          SCOPED_TRACE("algorithm " + to_string(algo) + " on a team of " + std::to_string(n));
-          check_case<T>(arena, t, c, case_id, [&](T* dst, const T* src) {
-            team_handle h = t.device_handle();
-            if (algo) h = h.with_algorithm(collective_of(kind), *algo);
-            launch(h, kind, dst, src, c.count, c.root);
-          });
-        }
-      }
+      SCOPED_TRACE("algorithm " + to_string(algo) + " on a team of " + std::to_string(n));
+      detail_matrix::for_each_case(m, kind, n, case_id, [&](const coll_case& c, std::uint64_t id) {
+        check_case<T>(arena, t, c, id, [&](T* dst, const T* src) {
+          team_handle h = t.device_handle();
+          if (algo) h = h.with_algorithm(collective_of(kind), *algo);
+          launch(h, kind, dst, src, c.count, c.root);
+        });
+      });
     }
   }
 }
@@ -635,35 +651,17 @@ class test_stream {
 // created with (see world_copy_with). Every PE of the world calls.
 template <typename T>
 void run_stream_matrix(const team& t, const matrix_options& m, std::uint64_t seed) {
-  world& w = t.owner();
   const int n = std::max(t.size(), 1);
-  std::size_t largest = 0;
-  for (std::size_t count : m.counts) largest = std::max(largest, count);
-  // Sized for the world, not the team: heap calls take the same size on every PE, and PEs in different
-  // teams of one split (rows of split_2d) may be in teams of different sizes.
-  sym_arena arena(w, 2 * (largest * std::size_t(w.n_pes()) + 2) * sizeof(T) + 4096);
+  sym_arena arena(t.owner(), detail_matrix::arena_bytes<T>(t.owner(), m));
   test_stream stream;
   std::uint64_t case_id = seed * 100000;
   for (coll_kind kind : m.kinds) {
-    for (std::size_t count : m.counts) {
-      for (int layout = 0; layout < 3; ++layout) {
-        const bool in_place = layout == 2;
-        if (layout == 1 && !m.misaligned) continue;
-        if (in_place && !(m.in_place && (kind == coll_kind::reduce || kind == coll_kind::broadcast))) continue;
-        ++case_id;
-        const coll_case c{.kind = kind,
-                          .op = m.op,
-                          .count = count,
-                          .src_misalign = layout == 1 ? 1u : 0u,
-                          .dst_misalign = layout == 1 ? 2u : 0u,
-                          .in_place = in_place,
-                          .root = int(case_id % std::uint64_t(n))};
-        check_case<T>(arena, t, c, case_id, [&](T* dst, const T* src) {
-          enqueue_on_stream(t, kind, c.op, dst, src, c.count, c.root, stream);
-          stream.wait(to_string(kind));
-        });
-      }
-    }
+    detail_matrix::for_each_case(m, kind, n, case_id, [&](const coll_case& c, std::uint64_t id) {
+      check_case<T>(arena, t, c, id, [&](T* dst, const T* src) {
+        enqueue_on_stream(t, kind, c.op, dst, src, c.count, c.root, stream);
+        stream.wait(to_string(kind));
+      });
+    });
   }
 }
 

@@ -4,17 +4,16 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "base/run_while_polling.hpp"
 #include "shoal/bootstrap.hpp"
 #include "transport/network.hpp"
 
@@ -28,20 +27,7 @@ inline std::unique_ptr<net::network> g_net;
 // Runs a bootstrap collective on a helper thread while this thread keeps progressing `nw`: over TCP a peer
 // may need this PE's progress (its flush, an emulated atomic) before it can reach the same collective.
 inline void with_progress(net::network& nw, const std::function<void()>& fn) {
-  std::exception_ptr failure;
-  std::atomic<bool> done{false};
-  std::thread helper([&] {
-    try {
-      fn();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    done.store(true, std::memory_order_release);
-  });
-  while (!done.load(std::memory_order_acquire))
-    if (!nw.progress()) std::this_thread::yield();
-  helper.join();
-  if (failure) std::rethrow_exception(failure);
+  shoal::detail::run_while_polling(fn, [&] { return nw.progress(); });
 }
 
 // Every test of this suite runs on every PE in the same order. The network is made at the first test and

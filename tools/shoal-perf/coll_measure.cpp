@@ -354,22 +354,7 @@ std::uint64_t coll_heap_room(context& ctx) {
 
 std::vector<double> time_coll_batches(context& ctx, std::int64_t ops, const std::function<void(int)>& enqueue) {
   const team& t = world_team(ctx.world);
-  cuda_event start, stop;
-  std::vector<double> ms;
-  const int total = ctx.opt.warmup + ctx.opt.reps;
-  for (int batch = 0; batch < total; ++batch) {
-    ctx.barrier();
-    shoal::barrier_on_stream(t, ctx.stream);
-    SHOAL_PERF_CUDA(cudaEventRecord(start.e, ctx.stream));
-    enqueue(batch);
-    SHOAL_PERF_CUDA(cudaGetLastError());
-    SHOAL_PERF_CUDA(cudaEventRecord(stop.e, ctx.stream));
-    SHOAL_PERF_CUDA(cudaEventSynchronize(stop.e));
-    float elapsed = 0;
-    SHOAL_PERF_CUDA(cudaEventElapsedTime(&elapsed, start.e, stop.e));
-    if (batch >= ctx.opt.warmup) ms.push_back(elapsed);
-  }
-  ctx.barrier();
+  const std::vector<double> ms = time_batches(ctx, enqueue, [&] { shoal::barrier_on_stream(t, ctx.stream); });
   std::vector<double> us = ctx.max_over_pes(ms);
   for (double& v : us) v = v * 1e3 / static_cast<double>(ops);
   return us;

@@ -265,12 +265,14 @@ measurement time_in_kernel(context& ctx, const std::function<double(std::uint32_
   return m;
 }
 
-std::vector<double> time_batches(context& ctx, const std::function<void(int)>& enqueue) {
+std::vector<double> time_batches(context& ctx, const std::function<void(int)>& enqueue,
+                                 const std::function<void()>& before_start) {
   cuda_event start, stop;
   std::vector<double> ms;
   const int total = ctx.opt.warmup + ctx.opt.reps;
   for (int batch = 0; batch < total; ++batch) {
     ctx.barrier();
+    if (before_start) before_start();
     SHOAL_PERF_CUDA(cudaEventRecord(start.e, ctx.stream));
     enqueue(batch);
     SHOAL_PERF_CUDA(cudaGetLastError());

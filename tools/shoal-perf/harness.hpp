@@ -208,10 +208,11 @@ class context {
 
 // ---- timing (collective) ----------------------------------------------------------------------------------
 
-// For each of warmup + reps batches: the PEs meet, `enqueue(batch)` puts one batch of work on ctx.stream
-// (PEs without a part enqueue nothing), and the batch is timed between two CUDA events. Returns the
-// elapsed milliseconds of the timed batches on this PE.
-std::vector<double> time_batches(context& ctx, const std::function<void(int batch)>& enqueue);
+// For each of warmup + reps batches: the PEs meet, `before_start()` (when given) puts untimed work on
+// ctx.stream, `enqueue(batch)` puts one batch of work on it (PEs without a part enqueue nothing), and the
+// batch is timed between two CUDA events. Returns the elapsed milliseconds of the timed batches on this PE.
+std::vector<double> time_batches(context& ctx, const std::function<void(int batch)>& enqueue,
+                                 const std::function<void()>& before_start = {});
 
 // The GPU's own time per call, apart from the host's: the stream is held by a kernel until the host has
 // enqueued `prologue()` and then `calls` x `enqueue_one()`, so the GPU runs the calls back to back without

@@ -6,17 +6,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <set>
-#include <thread>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "base/run_while_polling.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/error.hpp"
 
@@ -367,20 +365,7 @@ void ucx_network::finish_now(network_done done, network_status status, std::uint
 // --- progress
 
 void ucx_network::collective(const std::function<void()>& fn) {
-  std::exception_ptr failure;
-  std::atomic<bool> done{false};
-  std::thread helper([&] {
-    try {
-      fn();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    done.store(true, std::memory_order_release);
-  });
-  while (!done.load(std::memory_order_acquire))
-    if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
-  helper.join();
-  if (failure) std::rethrow_exception(failure);
+  run_while_polling(fn, [this] { return ucp_worker_progress(worker_) != 0; });
 }
 
 bool ucx_network::progress() {
