@@ -239,8 +239,8 @@ inline constexpr int kMaxPipelineChunks = 1024;
 // Whether the scale model predicts `algo` for `op` on a team of this shape. On one node: what shoal
 // implements. Across nodes: the flat forms of the implemented algorithms except ll (the network moves whole
 // messages, so flags inside the data save nothing there), ring for all-reduce (rail-aligned, as NCCL's
-// ring), hierarchical for all-reduce and alltoall. Of these shoal runs the flat ones and (as three on-stream
-// calls, not pipelined) the hierarchical all-reduce; ring and hierarchical alltoall are not implemented.
+// ring), hierarchical for all-reduce and alltoall. Of these shoal runs the flat ones and (on a stream,
+// pipelined in chunks) the hierarchical all-reduce; ring and hierarchical alltoall are not implemented.
 constexpr bool modelled(collective op, algorithm algo, node_shape shape) {
   if (shape.nodes <= 1) return supports(op, algo);
   switch (algo) {

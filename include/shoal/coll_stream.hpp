@@ -60,12 +60,13 @@ void alltoall_on_stream(const team& t, T* dst, const T* src, std::size_t count, 
   alltoall_bytes_on_stream(t, dst, src, count * sizeof(T), stream, channels);
 }
 
-// All-reduce: every member's dst[k] = op over members of src[k], k < count. dst may equal src.
-// Defined for T in is_reduce_type_v (instantiated in the library); half and bfloat16 accumulate in float.
-// On the world team across nodes (m >= 2 PEs on each), out of place and on all channels, it may run
-// hierarchically: reduce-scatter in the node, all-reduce among same-local-rank PEs, all-gather in the node
-// (three kernels on `stream`). The model decides; SHOAL_ALGO_REDUCE=hierarchical forces it where it
-// applies, any other forced algorithm runs flat.
+// All-reduce: every member's dst[k] = op over members of src[k], k < count. dst may equal src. Defined for
+// T in is_reduce_type_v (instantiated in the library); half and bfloat16 accumulate in float. On the world
+// team across nodes (m >= 2 PEs on each), out of place and on all channels, it may run hierarchically:
+// reduce-scatter in the node, all-reduce among same-local-rank PEs, all-gather in the node, pipelined in
+// chunks, the phase across nodes on the world's network stream joined to `stream` by events (it then needs
+// 3 hardware work queues: docs/proxy-design.md). The model decides; SHOAL_ALGO_REDUCE=hierarchical forces
+// it where it applies, any other forced algorithm runs flat.
 template <typename T>
 void reduce_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
                       channel_range channels = {});

@@ -39,11 +39,12 @@ inline constexpr op_tag<reduce_op::bit_xor> bit_xor{};
 // picks one per call (SHOAL_ALGO_<COLLECTIVE> and team_handle::with_algorithm can force it). A kernel that
 // only ever makes small calls can pass shoal::ll_only as the last argument:
 //   shoal::reduce(shoal::grid, team, shoal::op::sum, dst, src, count, shoal::ll_only)
-// The call then runs LL (flags in the data) at every size and compiles nothing else, which keeps the
-// kernel small: inside a kernel that holds the other algorithms an LL call takes 0.3–0.5 µs longer (perf
-// notes 42, 43 and 50). LL sends twice the bytes, so it is the fastest choice up to a few hundred KiB and
-// correct but slower beyond. Forcing does not apply to these calls. LL reaches the members by load and
-// store only: on a team that spans nodes the call reports that and traps, in every build.
+// The call then runs LL (flags in the data) at every size and compiles nothing else, which keeps the kernel
+// small: inside a kernel that holds the other algorithms an LL call takes 0.1–0.3 µs longer at 4 KiB
+// (0.3–0.5 before perf notes 56; notes 42, 43, 50 and 56). LL sends twice the bytes, so it is the fastest
+// choice up to a few hundred KiB and correct but slower beyond. Forcing does not apply to these calls. LL
+// reaches the members by load and store only: on a team that spans nodes the call reports that and traps,
+// in every build.
 struct ll_only_t {
   explicit constexpr ll_only_t() = default;
 };

@@ -12,7 +12,7 @@
 
 namespace shoal {
 
-inline constexpr int kAutoDevice = -1;  // GPU local_pe % (GPUs visible)
+inline constexpr int kAutoDevice = -1;  // GPU (PE's place among its host's PEs) % (GPUs visible)
 inline constexpr int kNoDevice = -2;    // host-only world: bootstrap and host collectives, no heap
 
 struct init_options {

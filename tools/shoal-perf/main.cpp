@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
   app.add_option("--nvlink-ceiling", opt.nvlink_ceiling_gbs, "GB/s above which a remote figure is a measurement error");
   app.add_option("--local-ceiling", opt.local_ceiling_gbs, "GB/s above which a local figure is a measurement error");
   app.add_flag("--no-nccl", no_nccl, "do not run NCCL side by side");
-  app.add_flag("--no-nvshmem", no_nvshmem, "do not run NVSHMEM side by side (quick)");
+  app.add_flag("--no-nvshmem", no_nvshmem, "do not run NVSHMEM side by side");
   app.add_flag("--no-check", no_check, "skip the correctness checks after timing");
   app.add_flag("--no-rotate", no_rotate, "use one buffer slot per size (L2 may serve repeats)");
   std::string quiet_mode = "end";
