@@ -7,7 +7,8 @@
 //
 // What it shows:
 //   - grid-scope put_signal: every CTA sends its share of a row and adds 1 to the receiver's signal, so a
-//     receiver waits for (steps so far) x (CTAs) updates; each CTA waits with the block form;
+//     receiver waits for (steps so far) x (CTAs) updates; each CTA waits with the block form. Across nodes
+//     one CTA sends whole rows instead, since there every message costs a trip through the proxy;
 //   - two halo slots, by the step's parity: a neighbour can run at most one step ahead (it needs this PE's
 //     rows of the step in between), so it never overwrites a slot this PE is still reading;
 //   - grid_sync between steps, since a CTA's next rows to send were computed by other CTAs.
@@ -64,17 +65,29 @@ __device__ void update_strip(const double* __restrict__ cur, double* __restrict_
   }
 }
 
-// `cur` and `next` hold this PE's kRows x kCols strip (row-major). On return `cur` holds the last step.
-__global__ void diffuse(shoal::device_handle h, halos halo, double* cur, double* next) {
+// Sends this PE's first row to the PE above (its halo from below) and its last row to the PE below (its
+// halo from above), each with put_signal at `scope`: the whole grid, or one CTA.
+template <typename Scope>
+__device__ void send_halos(Scope scope, const shoal::device_handle& h, const halos& halo, int slot, const double* cur) {
   const int above = (shoal::my_pe(h) + shoal::n_pes(h) - 1) % shoal::n_pes(h);
   const int below = (shoal::my_pe(h) + 1) % shoal::n_pes(h);
+  shoal::put_signal(scope, h, halo.row(slot, 1), cur, kCols, &halo.arrived[1], 1, shoal::sig_op::add, above);
+  shoal::put_signal(scope, h, halo.row(slot, 0), cur + std::size_t(kRows - 1) * kCols, kCols, &halo.arrived[0], 1,
+                    shoal::sig_op::add, below);
+}
+
+// `cur` and `next` hold this PE's kRows x kCols strip (row-major). On return `cur` holds the last step.
+// Within a node every CTA sends its share of each row (loads and stores over NVLink, spread over SMs). Across
+// nodes each message is a request to the proxy thread, which costs tens of microseconds whatever its size:
+// there CTA 0 sends each row whole, two messages per step instead of two per CTA.
+__global__ void diffuse(shoal::device_handle h, halos halo, double* cur, double* next, bool across_nodes) {
   for (int step = 0; step < kSteps; ++step) {
     const int slot = step & 1;
-    // My first row is the "from below" halo of the PE above; my last row the "from above" halo of the PE below.
-    shoal::put_signal(shoal::grid, h, halo.row(slot, 1), cur, kCols, &halo.arrived[1], 1, shoal::sig_op::add, above);
-    shoal::put_signal(shoal::grid, h, halo.row(slot, 0), cur + std::size_t(kRows - 1) * kCols, kCols, &halo.arrived[0],
-                      1, shoal::sig_op::add, below);
-    const std::uint64_t expected = std::uint64_t(step + 1) * gridDim.x;
+    if (!across_nodes)
+      send_halos(shoal::grid, h, halo, slot, cur);
+    else if (blockIdx.x == 0)
+      send_halos(shoal::block, h, halo, slot, cur);
+    const std::uint64_t expected = std::uint64_t(step + 1) * (across_nodes ? 1 : gridDim.x);
     shoal::signal_wait_until(shoal::block, h, &halo.arrived[0], shoal::cmp::ge, expected);
     shoal::signal_wait_until(shoal::block, h, &halo.arrived[1], shoal::cmp::ge, expected);
     update_strip(cur, next, halo.row(slot, 0), halo.row(slot, 1));
@@ -126,7 +139,7 @@ int run() {
   if (!cuda_ok(cudaEventCreate(&start), "cudaEventCreate") || !cuda_ok(cudaEventCreate(&stop), "cudaEventCreate") ||
       !cuda_ok(cudaEventRecord(start), "cudaEventRecord"))
     return 1;
-  diffuse<<<kCtas, kThreads>>>(world.device_handle(), halo, cur, next);
+  diffuse<<<kCtas, kThreads>>>(world.device_handle(), halo, cur, next, world.bootstrap().n_nodes() > 1);
   float ms = 0;
   if (!cuda_ok(cudaGetLastError(), "kernel launch") || !cuda_ok(cudaEventRecord(stop), "cudaEventRecord") ||
       !cuda_ok(cudaEventSynchronize(stop), "the kernel") || !cuda_ok(cudaEventElapsedTime(&ms, start, stop), "timing"))
