@@ -57,7 +57,7 @@ for n in ${PES:-1 2}; do
   fi
 done
 
-for example in ring_exchange allreduce halo_exchange; do
+for example in ring_exchange allreduce halo_exchange moe_dispatch_combine; do
   if [ -x "$BUILD/bin/$example" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
     run_step "example $example" examples.log -- launch 2 --timeout 60 -- "$BUILD/bin/$example"
   fi
