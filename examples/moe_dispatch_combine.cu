@@ -94,6 +94,15 @@ struct buffers {
 __device__ int warp_id() { return int((blockIdx.x * blockDim.x + threadIdx.x) / 32); }
 __device__ int lane() { return int(threadIdx.x % 32); }
 
+// The rows' floats in 16-byte vectors, kVectorsPerLane per lane of a warp: a fixed count, so the loops
+// unroll and a lane's loads are in flight together, not one after another.
+static_assert(kHidden % (4 * 32) == 0);
+constexpr int kVectorsPerLane = kHidden / 4 / 32;
+__device__ float4* vectors(float* x) { return reinterpret_cast<float4*>(x); }
+__device__ float4 axpy(float a, float4 x, float4 y) {  // a * x + y
+  return make_float4(a * x.x + y.x, a * x.y + y.y, a * x.z + y.z, a * x.w + y.w);
+}
+
 // Routes each (token, k) of this round to its expert's PE and packs the row into that PE's send block.
 __device__ void route_and_pack(const shoal::device_handle& h, const buffers& b, int round) {
   const int me = shoal::my_pe(h), n_experts = kExpertsPerPe * shoal::n_pes(h);
@@ -133,21 +142,34 @@ __device__ void run_experts(const shoal::device_handle& h, const buffers& b) {
     const int rows = int(__ldcg(&b.recv_counts[source]));
     for (int r = warp_id(); r < rows; r += kWarps) {
       token_row& row = b.recv[source * kCapacity + r];
-      const int e = row.expert;
-      for (int i = lane(); i < kHidden; i += 32) row.x[i] = row.x[i] * expert_scale(e) + expert_bias(e);
+      const float scale = expert_scale(row.expert), bias = expert_bias(row.expert);
+      float4* x = vectors(row.x);
+#pragma unroll
+      for (int j = 0; j < kVectorsPerLane; ++j) {
+        const int i = lane() + 32 * j;
+        x[i] = axpy(scale, x[i], make_float4(bias, bias, bias, bias));
+      }
     }
   }
 }
 
-// out[token] = sum over k of gate(token, k) * (the k-th expert's output for the token).
+// out[token] = sum over k of gate(token, k) * (the k-th expert's output for the token), summed in k order.
 __device__ void combine(const shoal::device_handle& h, const buffers& b, int round, float* out) {
   const int me = shoal::my_pe(h);
-  for (int token = warp_id(); token < kTokens; token += kWarps)
-    for (int i = lane(); i < kHidden; i += 32) {
-      float sum = 0.0f;
-      for (int k = 0; k < kTopK; ++k) sum += gate(me, round, token, k) * b.back[b.sent_to[token * kTopK + k]].x[i];
-      out[token * kHidden + i] = sum;
+  for (int token = warp_id(); token < kTokens; token += kWarps) {
+    float weight[kTopK];
+    float4* output[kTopK];
+    for (int k = 0; k < kTopK; ++k)
+      weight[k] = gate(me, round, token, k), output[k] = vectors(b.back[b.sent_to[token * kTopK + k]].x);
+    float4* sum = vectors(out + token * kHidden);
+#pragma unroll
+    for (int j = 0; j < kVectorsPerLane; ++j) {
+      const int i = lane() + 32 * j;
+      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int k = 0; k < kTopK; ++k) acc = axpy(weight[k], output[k][i], acc);
+      sum[i] = acc;
     }
+  }
 }
 
 // One PE's part of kRounds MoE layers from `first_round` on; out holds [round][token][kHidden] floats.
