@@ -16,10 +16,10 @@ struct proxy_channel;  // shoal/detail/proxy_channel.hpp
 // src/host/world.cpp).
 struct sync_state {
   std::uint64_t device_barrier_epoch;  // device barriers this PE has completed (kernel and graph forms)
-  std::uint64_t grid_arrivals;         // grid-scope sync of this PE's running kernel: CTAs arrived
-  std::uint64_t grid_generation;       // bumped by the last CTA to arrive
+  std::uint64_t grid_meetings;         // grid_sync of this PE's running kernel: completed meetings << 32 |
+                                       // CTAs arrived at the current one
   std::uint64_t stream_barrier_epoch;  // barrier_all_on_stream calls this PE has completed
-  std::uint64_t reserved[4];
+  std::uint64_t reserved[5];
 };
 // User buffers registered with world::register_buffer: reached through this table, since they do not
 // lie in the heap's slots. The table lives in device memory at a fixed address; register and unregister

@@ -1,6 +1,9 @@
 // Barriers inside kernels at thread, warp, block and grid scope, many in a row: each round every PE
 // writes a value into every other PE and, after the barrier, must see every PE's value of that round.
-// Then the barriers on a stream, after host copies and after a kernel's puts.
+// Then grid_sync alone, in kernels of several grid sizes, and the barriers on a stream, after host copies
+// and after a kernel's puts.
+#include <algorithm>
+
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
@@ -62,6 +65,48 @@ TEST(Barrier, BlockScope) {
 TEST(Barrier, GridScope) {
   SHOAL_REQUIRE_WORLD(1);
   check_barrier<grid_scope>(16, 128);
+}
+
+// grid_sync alone: every round each thread writes its slot, and after the meeting reads, with plain loads,
+// the slot of the same thread in another CTA (another one each round).
+__global__ void grid_sync_rounds(device_handle h, std::uint64_t* slots, int rounds, int* errors) {
+  const unsigned mine = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int r = 1; r <= rounds; ++r) {
+    slots[mine] = std::uint64_t(r) << 32 | mine;
+    grid_sync(h);
+    const unsigned other = (blockIdx.x + 1 + r % gridDim.x) % gridDim.x * blockDim.x + threadIdx.x;
+    if (slots[other] != (std::uint64_t(r) << 32 | other)) atomicAdd(errors, 1);
+    grid_sync(h);  // nobody writes round r + 1 before every read of round r
+  }
+}
+
+// Kernels of different grid sizes one after another: each must find the meeting word with no arrivals
+// left by the one before.
+TEST(Barrier, GridSyncAcrossGridSizes) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  constexpr int kThreads = 128;
+  int device = 0, sms = 0, per_sm = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_sync_rounds, kThreads, 0), cudaSuccess);
+  const unsigned resident = unsigned(sms * per_sm);  // under MPS: this PE's share
+  std::uint64_t* slots = nullptr;
+  int* errors = nullptr;
+  ASSERT_EQ(cudaMalloc(&slots, std::size_t(resident) * kThreads * sizeof(std::uint64_t)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&errors, sizeof(int)), cudaSuccess);
+  for (unsigned blocks : {1u, 3u, 32u, 7u, resident, 2u}) {
+    blocks = std::min(blocks, resident);
+    ASSERT_EQ(cudaMemset(errors, 0, sizeof(int)), cudaSuccess);
+    grid_sync_rounds<<<blocks, kThreads>>>(w.device_handle(), slots, 200, errors);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    int got = -1;
+    ASSERT_EQ(cudaMemcpy(&got, errors, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, 0) << blocks << " CTAs";
+  }
+  EXPECT_EQ(cudaFree(errors), cudaSuccess);
+  EXPECT_EQ(cudaFree(slots), cudaSuccess);
 }
 
 TEST(Barrier, OnStreamAndHostInterleaved) {

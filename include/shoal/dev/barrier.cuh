@@ -61,21 +61,28 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
 
 }  // namespace detail
 
+// One word counts the meetings: CTAs arrived at the current one in its low 32 bits, meetings completed
+// above them. A CTA arrives with one atomic add, whose result says which meeting it waits for; the last to
+// arrive adds what turns the n arrivals into one completed meeting. So the last CTA's path to releasing the
+// others is two atomics, with no load before them (perf notes 63).
 __device__ inline void grid_sync(const device_handle& h) {
   __syncthreads();
   if (block_scope::leader()) {
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> generation(h.sync->grid_generation);
-    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> arrivals(h.sync->grid_arrivals);
-    std::uint64_t seen = generation.load(cuda::memory_order_acquire);
-    if (arrivals.fetch_add(1, cuda::memory_order_acq_rel) == grid_scope::n_blocks() - 1) {
-      arrivals.store(0, cuda::memory_order_relaxed);
-      generation.store(seen + 1, cuda::memory_order_release);
+    constexpr std::uint64_t kMeeting = std::uint64_t{1} << 32;
+    const std::uint64_t n = grid_scope::n_blocks();
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> meetings(h.sync->grid_meetings);
+    // acq_rel: releases this CTA's writes (the __syncthreads above orders its threads' before them) and,
+    // for the last CTA, acquires every other CTA's, which its release below passes on to the waiters.
+    const std::uint64_t before = meetings.fetch_add(1, cuda::memory_order_acq_rel);
+    if ((before & (kMeeting - 1)) == n - 1) {
+      meetings.fetch_add(kMeeting - n, cuda::memory_order_release);
     } else {
-      bool ok =
-          detail::spin_until([&] { return generation.load(cuda::memory_order_acquire) != seen; }, h.wait_timeout_ns);
+      std::uint64_t seen = before;
+      const bool ok = detail::spin_until(
+          [&] { return ((seen = meetings.load(cuda::memory_order_acquire)) ^ before) >= kMeeting; }, h.wait_timeout_ns);
       if (!ok)
-        detail::report_wait_timeout(h, "grid_sync (are all CTAs resident?)", &h.sync->grid_generation, seen,
-                                    "!=", seen);
+        detail::report_wait_timeout(h, "grid_sync: CTAs arrived (are all CTAs resident?)", &h.sync->grid_meetings,
+                                    seen & (kMeeting - 1), "==", n);
     }
   }
   __syncthreads();
