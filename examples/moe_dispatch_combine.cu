@@ -181,7 +181,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const std::uint64_t n = std::uint64_t(shoal::n_pes(h));
   for (int round = first_round; round < first_round + kRounds; ++round) {
     if (blockIdx.x == 0 && threadIdx.x < n) b.send_counts[threadIdx.x] = 0;
-    shoal::grid_sync(h);  // every CTA's rows of the last round are sent, and the counts are zero
+    // Every CTA is done with the last round (its combine read sent_to, which the packing rewrites), and the
+    // counts are zero.
+    shoal::grid_sync(h);
     route_and_pack(h, b, round);
     shoal::grid_sync(h);  // the counts are final and every row is packed
     if (blockIdx.x == 0) {
