@@ -232,6 +232,12 @@ int run() {
   shoal::world world = shoal::init();
   const int n = world.n_pes();
   const std::size_t rows = std::size_t(n) * kCapacity;
+  int* sent_to = nullptr;
+  float* out = nullptr;
+  const std::size_t outputs = std::size_t(kLaunches) * kRounds * kTokens * kHidden;
+  if (!cuda_ok(cudaMalloc(&sent_to, kTokens * kTopK * sizeof(int)), "cudaMalloc") ||
+      !cuda_ok(cudaMalloc(&out, outputs * sizeof(float)), "cudaMalloc"))
+    return 1;
   const buffers b{world.malloc_array<token_row>(rows),
                   world.malloc_array<token_row>(rows),
                   world.malloc_array<token_row>(rows),
@@ -239,13 +245,7 @@ int run() {
                   world.malloc_array<std::uint64_t>(n),
                   static_cast<std::uint64_t*>(world.calloc(1, sizeof(std::uint64_t))),
                   static_cast<std::uint64_t*>(world.calloc(1, sizeof(std::uint64_t))),
-                  nullptr};
-  buffers local = b;
-  float* out = nullptr;
-  const std::size_t outputs = std::size_t(kLaunches) * kRounds * kTokens * kHidden;
-  if (!cuda_ok(cudaMalloc(&local.sent_to, kTokens * kTopK * sizeof(int)), "cudaMalloc") ||
-      !cuda_ok(cudaMalloc(&out, outputs * sizeof(float)), "cudaMalloc"))
-    return 1;
+                  sent_to};
   // grid_sync needs every CTA resident at once: say so rather than hang (and let shoalrun stop the others).
   const auto kernel = world.bootstrap().n_nodes() > 1 ? moe_layers<true> : moe_layers<false>;
   int device = 0, sms = 0, per_sm = 0;
@@ -268,7 +268,7 @@ int run() {
     if (!cuda_ok(cudaEventCreate(&e), "cudaEventCreate")) return 1;
   if (!cuda_ok(cudaEventRecord(events[0]), "cudaEventRecord")) return 1;
   for (int launch = 0; launch < kLaunches; ++launch) {
-    kernel<<<kCtas, kThreads>>>(all, local, out, launch * kRounds);
+    kernel<<<kCtas, kThreads>>>(all, b, out, launch * kRounds);
     if (!cuda_ok(cudaGetLastError(), "kernel launch") ||
         !cuda_ok(cudaEventRecord(events[launch + 1]), "cudaEventRecord"))
       return 1;
@@ -298,7 +298,7 @@ int run() {
   world.free(b.back);
   world.free(b.recv);
   world.free(b.send);
-  bool released = cuda_ok(cudaFree(out), "cudaFree") && cuda_ok(cudaFree(local.sent_to), "cudaFree");
+  bool released = cuda_ok(cudaFree(out), "cudaFree") && cuda_ok(cudaFree(b.sent_to), "cudaFree");
   for (cudaEvent_t e : events) released = cuda_ok(cudaEventDestroy(e), "cudaEventDestroy") && released;
   return ok && released ? 0 : 1;
 }
