@@ -18,8 +18,7 @@ template <typename Scope>
 __global__ void barrier_rounds(device_handle h, int* slots, int* errors) {
   Scope scope;
   for (int r = 1; r <= kRounds; ++r) {
-    const bool writer = std::is_same_v<Scope, grid_scope> ? blockIdx.x == gridDim.x - 1 && threadIdx.x == blockDim.x - 1
-                                                          : Scope::rank() == Scope::size() - 1;
+    const bool writer = Scope::rank() == Scope::size() - 1;
     if (writer)
       for (int pe = 0; pe < h.n_pes; ++pe) p(h, slots + (r % 2) * h.n_pes + h.pe, r, pe);
     barrier_all(scope, h);
@@ -33,7 +32,7 @@ __global__ void barrier_rounds(device_handle h, int* slots, int* errors) {
 }
 
 template <typename Scope>
-void check_barrier(unsigned blocks, unsigned threads) {
+void check_barrier(dim3 blocks, dim3 threads) {
   shoal::world& w = *the_world();
   int* slots = static_cast<int*>(w.calloc(2 * w.n_pes(), sizeof(int)));
   int* errors = nullptr;
@@ -65,6 +64,13 @@ TEST(Barrier, BlockScope) {
 TEST(Barrier, GridScope) {
   SHOAL_REQUIRE_WORLD(1);
   check_barrier<grid_scope>(16, 128);
+}
+// The scope's leader fences and announces, and its last thread writes: in multi-dimensional launches the
+// two are found through the linear thread and CTA indices.
+TEST(Barrier, BlockAndGridScopeInMultiDimensionalLaunches) {
+  SHOAL_REQUIRE_WORLD(1);
+  check_barrier<block_scope>(1, dim3(7, 5, 3));
+  check_barrier<grid_scope>(dim3(3, 2), dim3(16, 4, 2));
 }
 
 // grid_sync alone: every round each thread writes its slot, and after the meeting reads, with plain loads,
