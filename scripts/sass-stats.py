@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Per-kernel SASS figures of CUDA objects: instructions, local-memory loads and stores (spills and stack
-arguments), and subroutine calls (CALL.REL: 64-bit division and the like). A first filter before an A/B on
+arguments), subroutine calls (CALL.REL: 64-bit division and the like), and warp-aggregated atomics (AGG: a
+vote of the active lanes, which ptxas puts before an atomic it cannot prove one lane makes; perf notes 64). A first filter before an A/B on
 a GPU: in-kernel collectives move with how the register allocator treats their set-up (perf notes 56).
 
 Usage: scripts/sass-stats.py [--match REGEX] OBJECT [OBJECT...]
@@ -16,6 +17,7 @@ import sys
 
 ADDRESS = re.compile(r"/\*[0-9a-f]{4,6}\*/")  # the instruction's offset
 ENCODING = re.compile(r"/\* 0x[0-9a-f]+ \*/")  # its encoding
+ACTIVE_LANES_VOTE = re.compile(r"\bVOTEU?\.ANY U?R\w+, U?PT, PT\b")  # the active-lane mask of an aggregation
 
 
 def demangle(names):
@@ -26,7 +28,7 @@ def demangle(names):
 
 
 def kernel_stats(path):
-    """{kernel: (instructions, local loads, local stores, subroutine calls)} of one object."""
+    """{kernel: (instructions, local loads, local stores, subroutine calls, aggregated atomics)} of one object."""
     sass = subprocess.run(["cuobjdump", "-sass", path], capture_output=True, text=True)
     if sass.returncode != 0:
         sys.exit(f"sass-stats: cuobjdump failed on {path}: {sass.stderr.strip()}")
@@ -35,7 +37,7 @@ def kernel_stats(path):
         m = re.search(r"Function : (\S+)", line)
         if m:
             current = m.group(1)
-            stats[current] = [0, 0, 0, 0]
+            stats[current] = [0, 0, 0, 0, 0]
             continue
         text = ENCODING.sub("", ADDRESS.sub("", line)).strip()
         if current is None or not text or text.startswith("/*") or not re.match(r"[A-Z@{]", text):
@@ -45,6 +47,7 @@ def kernel_stats(path):
         s[1] += "LDL" in text
         s[2] += "STL" in text
         s[3] += "CALL.REL" in text
+        s[4] += bool(ACTIVE_LANES_VOTE.search(text))  # shoal itself calls no __activemask()
     return stats
 
 
@@ -60,7 +63,7 @@ def main():
     names = sorted(set().union(*tables))
     pretty = demangle(names)
     pattern = re.compile(args.match)
-    header = "  ".join(f"{'instr':>6} {'LDL':>5} {'STL':>5} {'CALL':>4}" for _ in tables)
+    header = "  ".join(f"{'instr':>6} {'LDL':>5} {'STL':>5} {'CALL':>4} {'AGG':>4}" for _ in tables)
     print(f"{header}  kernel")
     for name in names:
         if not pattern.search(pretty[name]):
@@ -68,11 +71,11 @@ def main():
         cells = []
         for table in tables:
             s = table.get(name)
-            cells.append(f"{s[0]:6d} {s[1]:5d} {s[2]:5d} {s[3]:4d}" if s else f"{'-':>6} {'-':>5} {'-':>5} {'-':>4}")
+            cells.append(f"{s[0]:6d} {s[1]:5d} {s[2]:5d} {s[3]:4d} {s[4]:4d}" if s else f"{'-':>6} {'-':>5} {'-':>5} {'-':>4} {'-':>4}")
         diff = ""
         if len(tables) == 2 and all(name in t for t in tables):
             a, b = tables[0][name], tables[1][name]
-            diff = f"  (instr {b[0] - a[0]:+d}, LDL {b[1] - a[1]:+d})"
+            diff = f"  (instr {b[0] - a[0]:+d}, LDL {b[1] - a[1]:+d}, AGG {b[4] - a[4]:+d})"
         print(f"{'  '.join(cells)}  {pretty[name][:110]}{diff}")
 
 
