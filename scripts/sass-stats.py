@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Per-kernel SASS figures of CUDA objects: instructions, local-memory loads and stores (spills and stack
 arguments), subroutine calls (CALL.REL: 64-bit division and the like), and warp-aggregated atomics (AGG: a
-vote of the active lanes, which ptxas puts before an atomic it cannot prove one lane makes; perf notes 64). A first filter before an A/B on
-a GPU: in-kernel collectives move with how the register allocator treats their set-up (perf notes 56).
+vote of the active lanes, which ptxas puts before an atomic it cannot prove one lane makes; perf notes 64).
+A first filter before an A/B on a GPU: in-kernel collectives move with how the register allocator treats
+their set-up (perf notes 56).
 
 Usage: scripts/sass-stats.py [--match REGEX] OBJECT [OBJECT...]
   e.g. scripts/sass-stats.py --match coll_loop_kernel build/release/tools/shoal-perf/CMakeFiles/shoal-perf.dir/coll_kernels.cu.o
