@@ -78,12 +78,14 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   // SM of the smallest GPU in the job: a 512-thread collective CTA may use a whole SM's registers.
   const std::uint64_t cap = std::min<std::uint64_t>(std::uint64_t(t.channel_count), std::uint64_t(t.resident_ctas));
   const unsigned ctas = unsigned(std::min<std::uint64_t>(wanted, cap));
-  if (algo != algorithm::ll) return {ctas, kCollThreads};
-  // An LL step gives each thread one 8-byte word of the CTA's share: threads beyond the words would only
-  // meet at every CTA barrier and run the set-up. Whole warps, at most kCollThreads (then each thread takes
-  // several words per step). Narrowed this way, graph-replayed LL calls took 2–18% less (perf notes 57).
-  const std::uint64_t words = (largest_share(block_bytes, ctas) + 7) / 8;
-  return {ctas, unsigned(std::clamp<std::uint64_t>((words + 31) / 32 * 32, 32, kCollThreads))};
+  if (algo != algorithm::ll && algo != algorithm::one_shot) return {ctas, kCollThreads};
+  // An LL step gives each thread one 8-byte word of the CTA's share, a staged step one 16-byte vector:
+  // threads beyond them would only meet at every CTA barrier and run the set-up. Whole warps, at most
+  // kCollThreads (then each thread takes several per step). Narrowed this way, graph-replayed LL calls took
+  // 2–18% less (perf notes 57).
+  const std::uint64_t unit_bytes = algo == algorithm::ll ? 8 : 16;
+  const std::uint64_t units = (largest_share(block_bytes, ctas) + unit_bytes - 1) / unit_bytes;
+  return {ctas, unsigned(std::clamp<std::uint64_t>((units + 31) / 32 * 32, 32, kCollThreads))};
 }
 
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,

@@ -42,8 +42,9 @@ struct coll_launch {
 // CTAs for a grid-scope collective running `algo`: as many as give each a useful share, at most the
 // view's channels; the same on every member. LL and staged steps carry `block_bytes` (what one member
 // sends one peer) per CTA and step; the other algorithms stream `total_bytes` (what a member moves).
-// Threads per CTA: kCollThreads, or for LL one per 8-byte word of the largest share (whole warps, at most
-// kCollThreads). Every collective kernel works with any of these block sizes.
+// Threads per CTA: kCollThreads, or for LL one per 8-byte word of the largest share and for one_shot one per
+// 16-byte vector of it (whole warps, at most kCollThreads). Every collective kernel works with any of these
+// block sizes.
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
 // Whether an on-stream call launches its collective's LL kernel (see detail::algorithm_set): the host

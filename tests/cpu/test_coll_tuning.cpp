@@ -215,9 +215,10 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   EXPECT_EQ(plan_launch(h, algorithm::direct, 8, 8 << 10).ctas, 1u);
 }
 
-// An on-stream LL launch gives each thread one 8-byte word of the largest CTA share, in whole warps, from one
-// warp up to kCollThreads (then threads take several words); the other algorithms keep kCollThreads.
-TEST(CollTuning, OnStreamLLLaunchesOneThreadPerWord) {
+// An on-stream LL launch gives each thread one 8-byte word of the largest CTA share, and a one_shot launch one
+// 16-byte vector, in whole warps, from one warp up to kCollThreads (then threads take several); the other
+// algorithms keep kCollThreads.
+TEST(CollTuning, OnStreamLLAndOneShotLaunchesOneThreadPerUnit) {
   team_handle h;
   h.channel_count = 128;
   h.resident_ctas = 132;
@@ -234,7 +235,19 @@ TEST(CollTuning, OnStreamLLLaunchesOneThreadPerWord) {
   EXPECT_EQ(ll(64 << 10).ctas, 2u);
   EXPECT_EQ(ll(64 << 10).threads, kCollThreads);
   EXPECT_EQ(ll(5 << 10).threads, 320u);  // 2.5 KiB per CTA: 320 words
-  EXPECT_EQ(plan_launch(h, algorithm::one_shot, 4 << 10, 4 << 10).threads, kCollThreads);
+  auto one_shot = [&](std::uint64_t block_bytes) {
+    return plan_launch(h, algorithm::one_shot, block_bytes, block_bytes);
+  };
+  EXPECT_EQ(one_shot(4 << 10).ctas, 1u);  // 4 KiB per CTA: 256 vectors
+  EXPECT_EQ(one_shot(4 << 10).threads, 256u);
+  EXPECT_EQ(one_shot(100).threads, 32u);  // 7 vectors: one warp
+  EXPECT_EQ(one_shot(64 << 10).ctas, 2u);  // capped: 32 KiB per CTA, several vectors per thread
+  EXPECT_EQ(one_shot(64 << 10).threads, kCollThreads);
+  h.channel_count = 128;
+  EXPECT_EQ(one_shot(64 << 10).ctas, 16u);  // 4 KiB per CTA
+  EXPECT_EQ(one_shot(64 << 10).threads, 256u);
+  EXPECT_EQ(one_shot(1 << 20).ctas, 128u);  // 8 KiB per CTA: 512 vectors
+  EXPECT_EQ(one_shot(1 << 20).threads, kCollThreads);
   EXPECT_EQ(plan_launch(h, algorithm::two_shot, 4 << 10, 4 << 10).threads, kCollThreads);
 }
 
