@@ -240,7 +240,7 @@ TEST(CollTuning, OnStreamLLAndOneShotLaunchesOneThreadPerUnit) {
   };
   EXPECT_EQ(one_shot(4 << 10).ctas, 1u);  // 4 KiB per CTA: 256 vectors
   EXPECT_EQ(one_shot(4 << 10).threads, 256u);
-  EXPECT_EQ(one_shot(100).threads, 32u);  // 7 vectors: one warp
+  EXPECT_EQ(one_shot(100).threads, 32u);   // 7 vectors: one warp
   EXPECT_EQ(one_shot(64 << 10).ctas, 2u);  // capped: 32 KiB per CTA, several vectors per thread
   EXPECT_EQ(one_shot(64 << 10).threads, kCollThreads);
   h.channel_count = 128;
