@@ -88,6 +88,10 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   return {ctas, unsigned(std::clamp<std::uint64_t>((units + 31) / 32 * 32, 32, kCollThreads))};
 }
 
+bool exchanges_with_copy_engines(const team& t, algorithm algo, std::uint64_t bytes) {
+  return algo == algorithm::direct && t.copy_engine_bytes() != 0 && bytes >= t.copy_engine_bytes();
+}
+
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch) {
   if (algo != algorithm::ll) return false;

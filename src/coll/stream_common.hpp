@@ -47,6 +47,11 @@ struct coll_launch {
 // block sizes.
 coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t block_bytes, std::uint64_t total_bytes);
 
+// Whether an on-stream broadcast, fcollect or alltoall that runs `algo` on blocks of `bytes` moves them with
+// the copy engines instead of a kernel (direct, blocks of at least team::copy_engine_bytes()). The
+// reductions' counterpart is reduces_with_copy_engines (coll/copy_engine_reduce.hpp).
+bool exchanges_with_copy_engines(const team& t, algorithm algo, std::uint64_t bytes);
+
 // Whether an on-stream call launches its collective's LL kernel (see detail::algorithm_set): the host
 // picked `algo` = LL and every CTA keeps it for its share of the `block_bytes` that one member sends one
 // peer, as the device's team_handle::pick_for_unit decides. Otherwise the kernel of the other algorithms runs.

@@ -61,11 +61,6 @@ struct block_copy {
   const void* from;
 };
 
-// Whether a call of `algo` on blocks of `bytes` moves them with the copy engines.
-bool uses_copy_engines(const team& t, algorithm algo, std::size_t bytes) {
-  return algo == algorithm::direct && t.copy_engine_bytes() != 0 && bytes >= t.copy_engine_bytes();
-}
-
 // The direct algorithm with the copy engines: an entry meeting (every member is in the call, so its dst
 // may be overwritten), the copies, an exit meeting (every copy into this PE has landed: a member
 // arrives only after its copies completed in stream order). The copy to this PE's own dst runs on the
@@ -137,7 +132,7 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
   }
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::broadcast, bytes, algorithm::direct);
-  if (uses_copy_engines(t, algo, bytes)) {
+  if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
     const int me = t.my_index();
     copy_engine_exchange(
         t, h, stream, call, dst, 0, bytes, [=](int) { return static_cast<const std::byte*>(src); },
@@ -163,7 +158,7 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   if (!in_place) detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::fcollect, bytes, algorithm::direct);
-  if (uses_copy_engines(t, algo, bytes)) {
+  if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
     copy_engine_exchange(
         t, h, stream, call, dst, bytes, bytes, [=](int) { return static_cast<const std::byte*>(src); },
         [](int) { return true; });
@@ -185,7 +180,7 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   detail::check_no_overlap(dst, bytes * t.size(), src, bytes * t.size(), call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::alltoall, bytes, algorithm::direct);
-  if (uses_copy_engines(t, algo, bytes)) {
+  if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
     copy_engine_exchange(
         t, h, stream, call, dst, bytes, bytes,
         [=](int j) { return static_cast<const std::byte*>(src) + std::size_t(j) * bytes; }, [](int) { return true; });

@@ -89,6 +89,7 @@ struct coll_result {
   measurement m;                         // time per call (the slowest PE), ops per batch, check
   algorithm algo = algorithm::one_shot;  // what the calls ran
   int ctas = 0, threads = 0;             // in-kernel launch shape; 0 for the on-stream modes
+  bool copy_engines = false;             // on-stream calls whose data the copy engines move, not a kernel
 };
 
 // Collective. Times `c` (warm-up + reps batches, buffers rotated unless --no-rotate), then checks one

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "coll.hpp"
+#include "coll/copy_engine_reduce.hpp"  // which on-stream calls the copy engines carry, for the rows' algo
+#include "coll/stream_common.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/coll_stream.hpp"
 #include "shoal/team.hpp"
@@ -456,6 +458,10 @@ coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
 
   coll_result r;
   r.algo = coll_pick(t.device_handle(), c.op, c.bytes);
+  if (c.op == collective::reduce || c.op == collective::reducescatter)
+    r.copy_engines = detail::reduces_with_copy_engines(t, c.op, r.algo, ctx.dst(), ctx.src(), c.bytes);
+  else if (!barrier)
+    r.copy_engines = detail::exchanges_with_copy_engines(t, r.algo, c.bytes);
   r.m.ops = ops;
   r.m.note = "slowest PE";
   auto check = [&](const std::function<void()>& once) {
@@ -512,7 +518,7 @@ row coll_row(const context& ctx, const coll_case& c, const coll_result& r) {
   row out;
   out.op = coll_name(c.op);
   out.scope = to_string(c.mode);
-  out.algo = std::string(to_string(r.algo));
+  out.algo = std::string(to_string(r.algo)) + (r.copy_engines ? "+ce" : "");
   const bool barrier = c.op == collective::barrier;
   out.metric = barrier ? "latency" : "bandwidth";
   out.what = mode_text(c.mode);
