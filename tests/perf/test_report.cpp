@@ -152,4 +152,26 @@ TEST(PerfReport, JsonRowsCarryTheRun) {
   EXPECT_EQ(rows[1]["status"], "measurement error");
 }
 
+// The collective summary names the algorithm of the on-stream rows (which may say the copy engines carried
+// them), not the first mode's in alphabetical order (a one-block row's pick can differ).
+TEST(PerfReport, CollectiveSummaryShowsTheOnStreamAlgorithm) {
+  reporter out(0, a_run(2), "");
+  out.section("coll", false, table_layout::coll);
+  for (const auto& [scope, algo] : {std::pair{"block", "two_shot"}, std::pair{"grid", "two_shot"},
+                                    std::pair{"graph", "two_shot+ce"}, std::pair{"stream", "two_shot+ce"}}) {
+    row r = an_allreduce(300);
+    r.bytes = std::uint64_t{64} << 20;
+    r.t.median_us = double(r.bytes) / (300 * 1e3);
+    r.scope = scope;
+    r.algo = algo;
+    testing::internal::CaptureStdout();
+    out.add(r);
+    testing::internal::GetCapturedStdout();
+  }
+  testing::internal::CaptureStdout();
+  out.summary();
+  const std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_NE(printed.find("64M two_shot+ce"), std::string::npos) << printed;
+}
+
 }  // namespace

@@ -74,6 +74,13 @@ algorithm coll_pick(const team_handle& h, collective op, std::uint64_t bytes);
 // scratch steps for the pick, the device runs the large algorithm instead (team_handle::keeps_algorithm).
 algorithm coll_pick_one_block(const team_handle& h, collective op, std::uint64_t bytes);
 
+// The CTAs and threads per CTA of the kernel that an on-stream call of `op` on `bytes` running `algo`
+// launches: the library's plan_launch, given the sizes the on-stream forms give it.
+struct launch_shape {
+  int ctas = 0, threads = 0;
+};
+launch_shape coll_launch_shape(const team_handle& h, collective op, algorithm algo, std::uint64_t bytes, int n_pes);
+
 // Operations per timed batch: --iters, else enough that a batch moves about 1 GiB, between 4 and 1000
 // (small calls: 1000 back to back).
 std::int64_t coll_ops(const context& ctx, std::uint64_t bytes);
@@ -88,7 +95,7 @@ struct coll_case {
 struct coll_result {
   measurement m;                         // time per call (the slowest PE), ops per batch, check
   algorithm algo = algorithm::one_shot;  // what the calls ran
-  int ctas = 0, threads = 0;             // in-kernel launch shape; 0 for the on-stream modes
+  int ctas = 0, threads = 0;             // launch shape of the loop kernel, or of each on-stream call's kernel
   bool copy_engines = false;             // on-stream calls whose data the copy engines move, not a kernel
 };
 

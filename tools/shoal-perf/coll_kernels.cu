@@ -148,6 +148,11 @@ __global__ void check_from_previous_kernel(shoal::device_handle h, const std::ui
 
 }  // namespace
 
+launch_shape coll_launch_shape(const team_handle& h, collective op, algorithm algo, std::uint64_t bytes, int n_pes) {
+  const detail::coll_launch l = detail::plan_launch(h, algo, bytes, coll_size_bytes(op, bytes, n_pes));
+  return {.ctas = int(l.ctas), .threads = int(l.threads)};
+}
+
 coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
   const int n = ctx.n_pes;
   const std::uint64_t buffer = coll_buffer_bytes(c.op, c.bytes, n);
@@ -169,11 +174,10 @@ coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
     r.threads = kCollGridThreads;
   } else {
     // What the on-stream form launches, so a grid row is the on-stream call without its launch.
-    const detail::coll_launch shape = detail::plan_launch(
-        h, r.algo, c.bytes, std::max(coll_src_bytes(c.op, c.bytes, n), coll_dst_bytes(c.op, c.bytes, n)));
-    r.ctas = int(shape.ctas);
-    r.threads = std::min(int(shape.threads), kCollGridThreads);  // the loop kernels are built for this many
-    if (int(shape.threads) != r.threads)
+    const launch_shape shape = coll_launch_shape(h, c.op, r.algo, c.bytes, n);
+    r.ctas = shape.ctas;
+    r.threads = std::min(shape.threads, kCollGridThreads);  // the loop kernels are built for this many
+    if (shape.threads != r.threads)
       r.m.note = "the on-stream kernel has " + std::to_string(shape.threads) + " threads per CTA; ";
   }
 

@@ -462,6 +462,11 @@ coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
     r.copy_engines = detail::reduces_with_copy_engines(t, c.op, r.algo, ctx.dst(), ctx.src(), c.bytes);
   else if (!barrier)
     r.copy_engines = detail::exchanges_with_copy_engines(t, r.algo, c.bytes);
+  if (!barrier && !r.copy_engines && r.algo != algorithm::hierarchical) {  // one kernel of the call's own
+    const launch_shape shape = coll_launch_shape(t.device_handle(), c.op, r.algo, c.bytes, ctx.n_pes);
+    r.ctas = shape.ctas;
+    r.threads = shape.threads;
+  }
   r.m.ops = ops;
   r.m.note = "slowest PE";
   auto check = [&](const std::function<void()>& once) {
