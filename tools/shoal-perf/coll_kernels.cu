@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "coll.hpp"
-#include "coll/stream_common.hpp"  // detail::plan_launch: the launch shape of the on-stream collectives
 #include "shoal/dev/coll.cuh"
 #include "shoal/device.cuh"
 #include "shoal/team.hpp"
@@ -147,11 +146,6 @@ __global__ void check_from_previous_kernel(shoal::device_handle h, const std::ui
 
 
 }  // namespace
-
-launch_shape coll_launch_shape(const team_handle& h, collective op, algorithm algo, std::uint64_t bytes, int n_pes) {
-  const detail::coll_launch l = detail::plan_launch(h, algo, bytes, coll_size_bytes(op, bytes, n_pes));
-  return {.ctas = int(l.ctas), .threads = int(l.threads)};
-}
 
 coll_result measure_coll_in_kernel(context& ctx, const coll_case& c) {
   const int n = ctx.n_pes;

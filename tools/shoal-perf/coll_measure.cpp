@@ -12,7 +12,7 @@
 
 #include "coll.hpp"
 #include "coll/copy_engine_reduce.hpp"  // which on-stream calls the copy engines carry, for the rows' algo
-#include "coll/stream_common.hpp"
+#include "coll/stream_common.hpp"  // plan_launch: the on-stream collectives' launch shape
 #include "shoal/bootstrap.hpp"
 #include "shoal/coll_stream.hpp"
 #include "shoal/team.hpp"
@@ -330,6 +330,11 @@ algorithm coll_pick_one_block(const team_handle& h, collective op, std::uint64_t
   const algorithm picked = coll_pick(h, op, bytes);
   if (op == collective::barrier || h.keeps_algorithm(op, picked, bytes)) return picked;
   return large_algorithm(op);
+}
+
+launch_shape coll_launch_shape(const team_handle& h, collective op, algorithm algo, std::uint64_t bytes, int n_pes) {
+  const detail::coll_launch l = detail::plan_launch(h, algo, bytes, coll_size_bytes(op, bytes, n_pes));
+  return {.ctas = int(l.ctas), .threads = int(l.threads)};
 }
 
 std::int64_t coll_ops(const context& ctx, std::uint64_t bytes) {
