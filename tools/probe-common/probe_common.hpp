@@ -3,6 +3,7 @@
 // programs run by hand (docs/perf-notes.md), so a failed call ends the run with the reason.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -10,16 +11,18 @@
 
 #include "shoal/error.hpp"
 
-#define PROBE_CUDA(call)                                                                                             \
-  do {                                                                                                               \
-    const cudaError_t probe_status_ = (call);                                                                        \
-    if (probe_status_ != cudaSuccess) {                                                                              \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(probe_status_), __FILE__, __LINE__); \
-      std::exit(1);                                                                                                  \
-    }                                                                                                                \
-  } while (0)
-
 namespace shoal::probe {
+
+// What went wrong in a runtime or a driver call, or null when it succeeded.
+inline const char* error_text(cudaError_t status) {
+  return status == cudaSuccess ? nullptr : cudaGetErrorString(status);
+}
+inline const char* error_text(CUresult status) {
+  if (status == CUDA_SUCCESS) return nullptr;
+  const char* text = "unknown driver error";
+  cuGetErrorString(status, &text);
+  return text;
+}
 
 // Runs the probe; a shoal::error (bad configuration, a failed bootstrap, a PE that died) is printed and
 // makes the exit status 2.
@@ -33,3 +36,12 @@ inline int main_reporting_errors(int (*run)()) {
 }
 
 }  // namespace shoal::probe
+
+// Checks a CUDA runtime call (cudaError_t) or driver call (CUresult); a failure ends the probe.
+#define PROBE_CUDA(call)                                                                        \
+  do {                                                                                          \
+    if (const char* probe_error_ = shoal::probe::error_text(call)) {                            \
+      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, probe_error_, __FILE__, __LINE__); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
