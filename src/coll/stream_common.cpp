@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
+#include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/coll/detail/range.hpp"
 #include "shoal/error.hpp"
@@ -98,8 +100,6 @@ bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::
   return t.keeps_algorithm(coll, algo, largest_share(block_bytes, launch.ctas));
 }
 
-void check_launch(const char* call) { check_launch(cudaGetLastError(), call); }
-
 void check_launch(cudaError_t status, const char* call) {
   if (status != cudaSuccess) {
     (void)cudaGetLastError();  // a failed launch also leaves the error as the last one: clear it
@@ -108,5 +108,49 @@ void check_launch(cudaError_t status, const char* call) {
 }
 
 bool overlap_launches(const team& t) { return t.internals().cfg.coll_pdl; }
+
+namespace {
+
+// The driver's handle of `kernel` on the current device. The runtime looks it up (and loads the kernel's
+// module if it is not yet); each host thread keeps what it found, for the few dozen kernels shoal launches.
+CUfunction function_of(const void* kernel, const char* call) {
+  struct known_function {
+    const void* kernel;
+    int device;
+    CUfunction function;
+  };
+  thread_local std::vector<known_function> known;
+  int device = 0;
+  check_launch(cudaGetDevice(&device), call);
+  for (const known_function& k : known)
+    if (k.kernel == kernel && k.device == device) return k.function;
+  cudaFunction_t function = nullptr;
+  check_launch(cudaGetFuncBySymbol(&function, kernel), call);
+  known.push_back({kernel, device, reinterpret_cast<CUfunction>(function)});
+  return known.back().function;
+}
+
+}  // namespace
+
+void launch_kernel(const void* kernel, coll_launch launch, bool overlap, cudaStream_t stream, void** params,
+                   const char* call) {
+  CUlaunchConfig config{};
+  config.gridDimX = launch.ctas;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = launch.threads;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  CUlaunchAttribute programmatic[1]{};
+  programmatic[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  programmatic[0].value.programmaticStreamSerializationAllowed = 1;
+  config.attrs = programmatic;
+  config.numAttrs = overlap ? 1 : 0;
+  const CUresult status = driver().launch_kernel_ex(&config, function_of(kernel, call), params, nullptr);
+  if (status != CUDA_SUCCESS) {
+    const char* text = "unknown driver error";
+    driver().get_error_string(status, &text);
+    throw error(errc::cuda, call, fmt::format("kernel launch failed: {} ({})", text, int(status)));
+  }
+}
 
 }  // namespace shoal::detail

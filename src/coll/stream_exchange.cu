@@ -108,8 +108,7 @@ void copy_engine_exchange(const team& t, const team_handle& h, cudaStream_t stre
 
 namespace detail {
 void meet_on_stream_serialized(const team_handle& h, cudaStream_t stream, const char* call) {
-  meet_kernel<<<1, 32, 0, stream>>>(h, false);
-  check_launch(call);
+  launch_on_stream(false, meet_kernel, {1, 32}, stream, call, h, false);
 }
 }  // namespace detail
 

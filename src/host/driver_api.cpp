@@ -40,6 +40,7 @@ driver_api load() {
   resolve(api.stream_wait_value64, "cuStreamWaitValue64");
   resolve(api.mem_get_address_range, "cuMemGetAddressRange");
   resolve(api.module_get_loading_mode, "cuModuleGetLoadingMode");
+  resolve(api.launch_kernel_ex, "cuLaunchKernelEx");
   return api;
 }
 

@@ -23,6 +23,7 @@ struct driver_api {
   decltype(&::cuStreamWaitValue64) stream_wait_value64;
   decltype(&::cuMemGetAddressRange) mem_get_address_range;
   decltype(&::cuModuleGetLoadingMode) module_get_loading_mode;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex;
 };
 
 // Throws shoal::error(errc::cuda) if the runtime cannot find the driver or an entry point.
