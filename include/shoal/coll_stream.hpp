@@ -11,7 +11,9 @@
 //
 // Contracts match the device forms: on completion in stream order, `dst` holds the result on every
 // member and `src` may be reused. Concurrent collectives on one team (other streams, or kernels using
-// the team) need disjoint channels: pass `channels` = {first, count} of the team's channels.
+// the team) need disjoint channels: pass `channels` = {first, count} of the team's channels. Calls on
+// different streams may come from different host threads at the same time (each thread with the PE's
+// device current, as for any CUDA call); the calls of one stream come in the same order on every member.
 #pragma once
 
 #include <cuda_runtime_api.h>

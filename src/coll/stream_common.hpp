@@ -88,8 +88,9 @@ void launch_kernel(const void* kernel, coll_launch launch, bool overlap, cudaStr
 
 // Launches an on-stream kernel; with `overlap` it is a programmatic dependent launch: the GPU may start
 // it while the previous kernel of the stream still runs, which hides the launch latency of back-to-back
-// calls (CUDA graphs included). Every kernel launched here must call await_previous_kernel() before it
-// touches memory; without the attribute that call does nothing.
+// calls (CUDA graphs included). Every kernel launched here with `overlap` must call await_previous_kernel()
+// before it touches memory (without the attribute that call does nothing); without `overlap` a kernel
+// starts after everything before it on the stream, as a <<<...>>> launch does.
 template <typename... Params, typename... Args>
 void launch_on_stream(bool overlap, void (*kernel)(Params...), coll_launch launch, cudaStream_t stream,
                       const char* call, Args&&... args) {

@@ -32,12 +32,11 @@ __global__ void stream_barrier_kernel(device_handle h, std::uint64_t* flags) {
 
 // Signal update in stream order, after everything before it on the stream. A stream write carries a
 // memory barrier by default, so the data of an earlier copy is visible before the new value.
-void enqueue_signal(std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream) {
+void enqueue_signal(std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream, const char* call) {
   if (op == sig_op::set) {
     SHOAL_CU_CHECK(detail::driver().stream_write_value64(stream, reinterpret_cast<CUdeviceptr>(remote_sig), value, 0));
   } else {
-    signal_add_kernel<<<1, 1, 0, stream>>>(remote_sig, value);
-    SHOAL_CUDA_CHECK(cudaGetLastError());
+    detail::launch_on_stream(false, signal_add_kernel, {1, 1}, stream, call, remote_sig, value);
   }
 }
 
@@ -94,7 +93,7 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
   put_on_stream(w, dst, src, bytes, pe, stream);
-  enqueue_signal(remote_sig, value, op, stream);
+  enqueue_signal(remote_sig, value, op, stream, "shoal::put_signal_on_stream");
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
@@ -102,7 +101,7 @@ void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_
     return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);
   auto* remote_sig = static_cast<std::uint64_t*>(
       w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::signal_op_on_stream"));
-  enqueue_signal(remote_sig, value, op, stream);
+  enqueue_signal(remote_sig, value, op, stream, "shoal::signal_op_on_stream");
 }
 
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {
@@ -112,8 +111,8 @@ void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint
     unsigned flags = op == cmp::ge ? CU_STREAM_WAIT_VALUE_GEQ : CU_STREAM_WAIT_VALUE_EQ;
     SHOAL_CU_CHECK(detail::driver().stream_wait_value64(stream, reinterpret_cast<CUdeviceptr>(sig), value, flags));
   } else {
-    signal_wait_kernel<<<1, 1, 0, stream>>>(w.device_handle(), sig, op, value);
-    SHOAL_CUDA_CHECK(cudaGetLastError());
+    detail::launch_on_stream(false, signal_wait_kernel, {1, 1}, stream, "shoal::signal_wait_until_on_stream",
+                             w.device_handle(), sig, op, value);
   }
 }
 
@@ -132,8 +131,7 @@ void barrier_all_on_stream(world& w, cudaStream_t stream) {
   // on flags of its own, overlapped with the previous kernel's launch: 3.4 us of the GPU's time per barrier,
   // where one batch of stream memory operations (a write and a wait per peer) took 5-7 us (perf notes 36).
   if (s.proxy) {
-    barrier_kernel<<<1, 32, 0, stream>>>(w.device_handle());
-    SHOAL_CUDA_CHECK(cudaGetLastError());
+    detail::launch_on_stream(false, barrier_kernel, {1, 32}, stream, "shoal::barrier_all_on_stream", w.device_handle());
     return;
   }
   detail::launch_on_stream(s.cfg.coll_pdl, stream_barrier_kernel, {1, 32}, stream, "shoal::barrier_all_on_stream",

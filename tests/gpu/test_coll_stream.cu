@@ -1,9 +1,13 @@
 // The on-stream collectives (shoal/coll_stream.hpp): every collective with each algorithm forced through
 // SHOAL_ALGO_* and the model's choice; reduce and reducescatter for every element type x operator;
 // barrier and sync; many mixed calls back to back on one stream; a CUDA graph of several collectives
-// replayed with new inputs; two streams at once on disjoint channel ranges; and the host's refusal of
-// bad arguments, after which the team still works. No device template is instantiated here: the
-// kernels are the library's.
+// replayed with new inputs; two streams at once on disjoint channel ranges, from one host thread and from
+// two; and the host's refusal of bad arguments, after which the team still works. No device template is
+// instantiated here: the kernels are the library's.
+#include <exception>
+#include <stdexcept>
+#include <thread>
+
 #include "coll_reference.hpp"
 #include "shoal/device.cuh"
 
@@ -228,8 +232,10 @@ TEST(CollStream, ManyMixedCallsBackToBack) {
 }
 
 // Two streams at once, each with its own half of the team's channels: the calls of one stream never
-// wait for the other's, and neither corrupts the other's state.
-TEST(CollStream, ConcurrentStreamsOnDisjointChannels) {
+// wait for the other's, and neither corrupts the other's state. With `second_thread` the second stream's
+// calls are made by another host thread while this one makes the first's: a thread's first on-stream call
+// looks the kernels up for itself (detail::launch_kernel), and the two threads enqueue at the same time.
+void check_concurrent_streams(bool second_thread) {
   SHOAL_REQUIRE_WORLD(1);
   world& w = *the_world();
   const team& t = world_team(w);
@@ -248,8 +254,25 @@ TEST(CollStream, ConcurrentStreamsOnDisjointChannels) {
   step_batch<float> b(arena, t, float_steps, 901);
   arena.upload();
   barrier_all(w);
-  a.enqueue(sa, first_half);
-  b.enqueue(sb, second_half);
+  if (second_thread) {
+    int device = 0;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    std::exception_ptr failed;
+    std::thread other([&] {
+      try {
+        if (cudaSetDevice(device) != cudaSuccess) throw std::runtime_error("cudaSetDevice in the second thread");
+        b.enqueue(sb, second_half);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    a.enqueue(sa, first_half);
+    other.join();
+    if (failed) std::rethrow_exception(failed);
+  } else {
+    a.enqueue(sa, first_half);
+    b.enqueue(sb, second_half);
+  }
   sa.wait("stream A");
   sb.wait("stream B");
   const std::vector<std::uint8_t> got = arena.download();
@@ -258,6 +281,9 @@ TEST(CollStream, ConcurrentStreamsOnDisjointChannels) {
   EXPECT_EQ(arena.first_stray(got), -1);
   barrier_all(w);
 }
+
+TEST(CollStream, ConcurrentStreamsOnDisjointChannels) { check_concurrent_streams(false); }
+TEST(CollStream, ConcurrentStreamsFromTwoHostThreads) { check_concurrent_streams(true); }
 
 // A graph capturing collectives of several kinds and types (and a barrier between them), replayed 20
 // times: before each replay every PE writes new inputs at the same addresses; each replay is checked.
