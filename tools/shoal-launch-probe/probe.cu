@@ -5,9 +5,9 @@
 // kernel as they do; they differ only in how the host asks for the launch:
 //   chevron           kernel<<<1, 32, 0, stream>>>(...)
 //   runtime Ex        cudaLaunchKernelEx, no attributes
-//   runtime Ex, PDL   cudaLaunchKernelEx with programmatic stream serialization (what shoal does)
+//   runtime Ex, PDL   cudaLaunchKernelEx with programmatic stream serialization (shoal before perf notes 68)
 //   driver            cuLaunchKernel on the CUfunction of the same kernel (cudaGetFuncBySymbol)
-//   driver Ex, PDL    cuLaunchKernelEx with the same attribute
+//   driver Ex, PDL    cuLaunchKernelEx with the same attribute (shoal since)
 //   empty chevron     an empty kernel without arguments (shoal-perf's launch floor)
 // Two figures each, per launch: "queued", the host's time to enqueue a batch while a kernel holds the
 // stream (so the GPU never drains the queue under it), and "loop", a free-running loop's time per call as
