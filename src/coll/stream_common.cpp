@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/coll/detail/range.hpp"
@@ -146,11 +147,7 @@ void launch_kernel(const void* kernel, coll_launch launch, bool overlap, cudaStr
   config.attrs = programmatic;
   config.numAttrs = overlap ? 1 : 0;
   const CUresult status = driver().launch_kernel_ex(&config, function_of(kernel, call), params, nullptr);
-  if (status != CUDA_SUCCESS) {
-    const char* text = "unknown driver error";
-    driver().get_error_string(status, &text);
-    throw error(errc::cuda, call, fmt::format("kernel launch failed: {} ({})", text, int(status)));
-  }
+  if (status != CUDA_SUCCESS) throw_cu_error(status, call, __FILE__, __LINE__);
 }
 
 }  // namespace shoal::detail
