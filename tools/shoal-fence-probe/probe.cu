@@ -1,0 +1,157 @@
+// shoal-fence-probe: what ordering costs at the start of a small kernel on a stream. barrier_all_on_stream
+// within a node is one warp that waits for the previous kernel, fences at system scope, and stores its
+// arrival flags; across NVLink that fence took ~1.6 µs of the barrier's ~3.1 (docs/perf-notes.md, entry 36),
+// where the same fence inside a running kernel costs ~0.6 (entry 8). This probe asks, on one GPU, which
+// part of the kernel's start makes it dear, and whether another form of the same ordering is cheaper.
+//
+// Every variant is a one-warp kernel whose lane 0 stores a counter to a device word (the arrival flag's
+// stand-in) after its opening; they differ only in the opening:
+//   none              the previous kernel's wait alone (unsafe for a barrier: measurement only)
+//   fence.sc.sys      what the stream barrier does
+//   fence.acq_rel.sys a release fence: all a barrier's arrival needs
+//   fence.sc.gpu      a fence at GPU scope (not enough for peers: measurement only)
+//   st.release.sys    no fence; the counter is stored with release semantics instead
+//   spin, then fence  1 µs of spinning on the clock after the wait, then fence.sc.sys: if the fence is dear
+//                     only because something of the previous kernel is still draining, this one is cheap
+//   spin, no fence    the same spin alone, to subtract
+// Each runs with and without programmatic dependent launch (PDL). The figure is the GPU's time per kernel
+// with a batch queued ahead of the GPU behind a held stream, so the host's launch rate does not enter it.
+// One process, one GPU, no shoal job. Variants run in turn, repeated; medians.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "probe_common.hpp"
+#include "shoal/dev/detail/spin.cuh"
+
+namespace {
+
+constexpr int kBatch = 512, kRounds = 9;
+
+enum class opening { none, fence_sc_sys, fence_acq_rel_sys, fence_sc_gpu, release_store, spin_fence, spin_only };
+
+__global__ void held_kernel(volatile const int* release) {
+  shoal::detail::spin_until([&] { return *release != 0; }, 10'000'000'000ull);
+}
+
+__device__ std::uint64_t global_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <opening kind>
+__global__ void opening_kernel(std::uint64_t* word) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x != 0) return;
+  if constexpr (kind == opening::spin_fence || kind == opening::spin_only) {
+    const std::uint64_t until = global_ns() + 1000;
+    while (global_ns() < until) {
+    }
+  }
+  if constexpr (kind == opening::fence_sc_sys || kind == opening::spin_fence)
+    asm volatile("fence.sc.sys;" ::: "memory");
+  if constexpr (kind == opening::fence_acq_rel_sys) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  if constexpr (kind == opening::fence_sc_gpu) asm volatile("fence.sc.gpu;" ::: "memory");
+  const std::uint64_t next = *word + 1;
+  if constexpr (kind == opening::release_store)
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(word), "l"(next) : "memory");
+  else
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(word), "l"(next) : "memory");
+}
+
+struct variant {
+  const char* name;
+  const void* kernel;
+  std::vector<double> pdl_us, plain_us;
+};
+
+template <opening kind>
+variant make(const char* name) {
+  return {name, reinterpret_cast<const void*>(opening_kernel<kind>), {}, {}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void launch(const void* kernel, std::uint64_t* word, bool pdl, cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1]{};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = pdl ? 1 : 0;
+  void* args[] = {&word};
+  PROBE_CUDA(cudaLaunchKernelExC(&config, kernel, args));
+}
+
+int run() {
+  PROBE_CUDA(cudaSetDevice(0));
+  cudaStream_t stream;
+  PROBE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::uint64_t* word = nullptr;
+  PROBE_CUDA(cudaMalloc(&word, sizeof(std::uint64_t)));
+  PROBE_CUDA(cudaMemset(word, 0, sizeof(std::uint64_t)));
+  int* gate = nullptr;
+  PROBE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped));
+  int* gate_dev = nullptr;
+  PROBE_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
+  cudaEvent_t start, stop;
+  PROBE_CUDA(cudaEventCreate(&start));
+  PROBE_CUDA(cudaEventCreate(&stop));
+
+  std::vector<variant> variants = {
+      make<opening::none>("none"),
+      make<opening::fence_sc_sys>("fence.sc.sys"),
+      make<opening::fence_acq_rel_sys>("fence.acq_rel.sys"),
+      make<opening::fence_sc_gpu>("fence.sc.gpu"),
+      make<opening::release_store>("st.release.sys"),
+      make<opening::spin_fence>("spin, then fence"),
+      make<opening::spin_only>("spin, no fence"),
+  };
+  std::uint64_t expected = 0;
+  for (int round = 0; round < kRounds + 1; ++round) {
+    for (variant& v : variants) {
+      for (bool pdl : {true, false}) {
+        *static_cast<volatile int*>(gate) = 0;
+        held_kernel<<<1, 1, 0, stream>>>(gate_dev);
+        PROBE_CUDA(cudaGetLastError());
+        PROBE_CUDA(cudaEventRecord(start, stream));
+        for (int i = 0; i < kBatch; ++i) launch(v.kernel, word, pdl, stream);
+        PROBE_CUDA(cudaEventRecord(stop, stream));
+        *static_cast<volatile int*>(gate) = 1;
+        PROBE_CUDA(cudaEventSynchronize(stop));
+        float ms = 0;
+        PROBE_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        expected += kBatch;
+        if (round > 0) (pdl ? v.pdl_us : v.plain_us).push_back(ms * 1e3 / kBatch);  // round 0 warms up
+      }
+    }
+  }
+  // Every kernel ran once, in stream order: the word counts them all.
+  std::uint64_t counted = 0;
+  PROBE_CUDA(cudaMemcpy(&counted, word, sizeof counted, cudaMemcpyDeviceToHost));
+  if (counted != expected) {
+    std::fprintf(stderr, "the kernels counted %llu, expected %llu\n", static_cast<unsigned long long>(counted),
+                 static_cast<unsigned long long>(expected));
+    return 1;
+  }
+  std::printf("%-18s %12s %12s   (GPU time per kernel, queued; median of %d rounds of %d)\n", "opening", "PDL",
+              "no PDL", kRounds, kBatch);
+  for (const variant& v : variants)
+    std::printf("%-18s %9.3f us %9.3f us\n", v.name, median(v.pdl_us), median(v.plain_us));
+  return 0;
+}
+
+}  // namespace
+
+int main() { return shoal::probe::main_reporting_errors(run); }
