@@ -17,20 +17,29 @@ namespace shoal {
 
 namespace detail {
 
+// How a meeting orders the scope's earlier writes before its arrival stores.
+enum class earlier_writes {
+  unordered,     // sync_all: the meeting alone, no completion promised
+  quiet_first,   // the leader's quiet (one system fence), then relaxed arrival stores
+  release_each,  // each arrival store a release, no separate fence: cheaper at a kernel's very start,
+                 // dearer inside a running kernel (perf notes 69). With a proxy it is quiet_first, since
+                 // the proxy's requests complete only through quiet.
+};
+
 // A meeting of all PEs on a set of flags: `flags` (symmetric, n_pes words) and `epoch_word` (this PE's count
 // of meetings on them). The kernel forms use the device barrier's set, barrier_all_on_stream its own.
 // kProxied: some PE is reached through the proxy (h.proxy is set). Without one the barrier is compiled
 // without the proxy's paths, which cost it 0.3 µs when inlined beside the fence (perf notes 31, 33).
 template <bool kProxied, typename Scope>
-__device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_first, std::uint64_t* flags,
+__device__ inline void meet_all_pes(Scope, const device_handle& h, earlier_writes ordering, std::uint64_t* flags,
                                     std::uint64_t* epoch_word) {
+  if (kProxied && ordering == earlier_writes::release_each) ordering = earlier_writes::quiet_first;
   Scope::sync();
   // Only this function's leader writes the epoch word, between scope barriers: a relaxed load suffices.
   std::uint64_t epoch = load_relaxed(epoch_word);
   // One system fence (quiet) orders every earlier write of the scope before the arrival stores below,
-  // which can then be relaxed. sync_all promises no completion, so it skips the fence. (A release fence
-  // instead of quiet measured the same: docs/perf-notes.md.)
-  if (quiet_first && Scope::leader()) {
+  // which can then be relaxed. (A release fence instead of quiet measured the same: docs/perf-notes.md.)
+  if (ordering == earlier_writes::quiet_first && Scope::leader()) {
     if constexpr (kProxied)
       quiet(h);
     else
@@ -41,15 +50,24 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, bool quiet_fi
   detail::use_after_here(epoch);
   epoch += 1;
   Scope::sync();
-  // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes).
+  // Announce: write my arrival into flag[my_pe] on every PE (through the proxy on other nodes). A release
+  // store is cumulative over the scope's earlier writes, which the scope barrier above ordered before it.
   for (int pe = Scope::rank(); pe < h.n_pes; pe += Scope::size()) {
-    if constexpr (!kProxied)
-      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*remote(h, flags + h.pe, pe))
-          .store(epoch, cuda::memory_order_relaxed);
-    else if (std::uint64_t* flag = ptr(h, flags + h.pe, pe))
-      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*flag).store(epoch, cuda::memory_order_relaxed);
+    std::uint64_t* flag;
+    if constexpr (kProxied) {
+      flag = ptr(h, flags + h.pe, pe);
+      if (flag == nullptr) {
+        proxy_signal(h, flags + h.pe, epoch, sig_op::set, pe);
+        continue;
+      }
+    } else {
+      flag = remote(h, flags + h.pe, pe);
+    }
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrival(*flag);
+    if (ordering == earlier_writes::release_each)
+      arrival.store(epoch, cuda::memory_order_release);
     else
-      proxy_signal(h, flags + h.pe, epoch, sig_op::set, pe);
+      arrival.store(epoch, cuda::memory_order_relaxed);
   }
   // The next barrier reads the epoch only after its opening scope barrier, so it can be stored now.
   if (Scope::leader())
@@ -91,37 +109,38 @@ __device__ inline void grid_sync(const device_handle& h) {
 namespace detail {
 // meet_all_pes on the device barrier's flags, compiled with the proxy's paths only when there is a proxy.
 template <typename Scope>
-__device__ inline void meet_all_pes_on_device_flags(Scope scope, const device_handle& h, bool quiet_first) {
+__device__ inline void meet_all_pes_on_device_flags(Scope scope, const device_handle& h, earlier_writes ordering) {
   if (h.proxy != nullptr)
-    meet_all_pes<true>(scope, h, quiet_first, h.device_barrier_flags, &h.sync->device_barrier_epoch);
+    meet_all_pes<true>(scope, h, ordering, h.device_barrier_flags, &h.sync->device_barrier_epoch);
   else
-    meet_all_pes<false>(scope, h, quiet_first, h.device_barrier_flags, &h.sync->device_barrier_epoch);
+    meet_all_pes<false>(scope, h, ordering, h.device_barrier_flags, &h.sync->device_barrier_epoch);
 }
 
 // At grid scope the CTAs meet, CTA 0 meets the other PEs, and the CTAs meet again; at smaller scopes
-// the scope meets the other PEs directly. With `quiet_first`, every thread's earlier RMA is completed.
+// the scope meets the other PEs directly. With earlier_writes::quiet_first, every thread's earlier RMA is
+// completed.
 template <typename Scope>
-__device__ inline void meet(Scope scope, const device_handle& h, bool quiet_first) {
+__device__ inline void meet(Scope scope, const device_handle& h, earlier_writes ordering) {
   if constexpr (std::is_same_v<Scope, grid_scope>) {
     // grid_sync orders every thread's earlier writes before CTA 0's meeting, whose leader's one fence
     // (quiet) is cumulative over them: no thread needs a fence of its own (perf notes 37).
     grid_sync(h);
-    if (grid_scope::block_rank() == 0) meet_all_pes_on_device_flags(block, h, quiet_first);
+    if (grid_scope::block_rank() == 0) meet_all_pes_on_device_flags(block, h, ordering);
     grid_sync(h);
   } else {
-    meet_all_pes_on_device_flags(scope, h, quiet_first);
+    meet_all_pes_on_device_flags(scope, h, ordering);
   }
 }
 }  // namespace detail
 
 template <typename Scope>
 __device__ inline void barrier_all(Scope scope, const device_handle& h) {
-  detail::meet(scope, h, true);
+  detail::meet(scope, h, detail::earlier_writes::quiet_first);
 }
 
 template <typename Scope>
 __device__ inline void sync_all(Scope scope, const device_handle& h) {
-  detail::meet(scope, h, false);
+  detail::meet(scope, h, detail::earlier_writes::unordered);
 }
 
 }  // namespace shoal
