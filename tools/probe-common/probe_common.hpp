@@ -6,8 +6,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "shoal/error.hpp"
 
@@ -33,6 +35,12 @@ inline int main_reporting_errors(int (*run)()) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
+}
+
+// The median of a probe's repeated figures (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace shoal::probe

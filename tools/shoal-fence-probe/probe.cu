@@ -19,13 +19,12 @@
 // One process, one GPU, no shoal job. Variants run in turn, repeated; medians.
 #include <cuda.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include "probe_common.hpp"
-#include "shoal/dev/detail/spin.cuh"
+#include "stream_gate.cuh"
 
 namespace {
 
@@ -33,24 +32,14 @@ constexpr int kBatch = 512, kRounds = 9;
 
 enum class opening { none, fence_sc_sys, fence_acq_rel_sys, fence_sc_gpu, release_store, spin_fence, spin_only };
 
-__global__ void held_kernel(volatile const int* release) {
-  shoal::detail::spin_until([&] { return *release != 0; }, 10'000'000'000ull);
-}
-
-__device__ std::uint64_t global_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 template <opening kind>
 __global__ void opening_kernel(std::uint64_t* word) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x != 0) return;
   if constexpr (kind == opening::spin_fence || kind == opening::spin_only) {
-    const std::uint64_t until = global_ns() + 1000;
-    while (global_ns() < until) {
+    const std::uint64_t until = shoal::detail::global_timer_ns() + 1000;
+    while (shoal::detail::global_timer_ns() < until) {
     }
   }
   if constexpr (kind == opening::fence_sc_sys || kind == opening::spin_fence)
@@ -75,23 +64,10 @@ variant make(const char* name) {
   return {name, reinterpret_cast<const void*>(opening_kernel<kind>), {}, {}};
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 void launch(const void* kernel, std::uint64_t* word, bool pdl, cudaStream_t stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(32);
-  config.stream = stream;
-  cudaLaunchAttribute attr[1]{};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attr;
-  config.numAttrs = pdl ? 1 : 0;
+  shoal::probe::one_warp_launch one_warp(stream, pdl);
   void* args[] = {&word};
-  PROBE_CUDA(cudaLaunchKernelExC(&config, kernel, args));
+  PROBE_CUDA(cudaLaunchKernelExC(&one_warp.config, kernel, args));
 }
 
 int run() {
@@ -101,10 +77,7 @@ int run() {
   std::uint64_t* word = nullptr;
   PROBE_CUDA(cudaMalloc(&word, sizeof(std::uint64_t)));
   PROBE_CUDA(cudaMemset(word, 0, sizeof(std::uint64_t)));
-  int* gate = nullptr;
-  PROBE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped));
-  int* gate_dev = nullptr;
-  PROBE_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
+  shoal::probe::stream_gate gate;
   cudaEvent_t start, stop;
   PROBE_CUDA(cudaEventCreate(&start));
   PROBE_CUDA(cudaEventCreate(&stop));
@@ -122,13 +95,11 @@ int run() {
   for (int round = 0; round < kRounds + 1; ++round) {
     for (variant& v : variants) {
       for (bool pdl : {true, false}) {
-        *static_cast<volatile int*>(gate) = 0;
-        held_kernel<<<1, 1, 0, stream>>>(gate_dev);
-        PROBE_CUDA(cudaGetLastError());
+        gate.hold(stream);
         PROBE_CUDA(cudaEventRecord(start, stream));
         for (int i = 0; i < kBatch; ++i) launch(v.kernel, word, pdl, stream);
         PROBE_CUDA(cudaEventRecord(stop, stream));
-        *static_cast<volatile int*>(gate) = 1;
+        gate.open();
         PROBE_CUDA(cudaEventSynchronize(stop));
         float ms = 0;
         PROBE_CUDA(cudaEventElapsedTime(&ms, start, stop));
@@ -148,7 +119,7 @@ int run() {
   std::printf("%-18s %12s %12s   (GPU time per kernel, queued; median of %d rounds of %d)\n", "opening", "PDL",
               "no PDL", kRounds, kBatch);
   for (const variant& v : variants)
-    std::printf("%-18s %9.3f us %9.3f us\n", v.name, median(v.pdl_us), median(v.plain_us));
+    std::printf("%-18s %9.3f us %9.3f us\n", v.name, shoal::probe::median(v.pdl_us), shoal::probe::median(v.plain_us));
   return 0;
 }
 

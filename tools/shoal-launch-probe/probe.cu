@@ -14,23 +14,18 @@
 // the GPU sees it. One process, one GPU, no shoal job. Variants run in turn, repeated; medians.
 #include <cuda.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include "probe_common.hpp"
-#include "shoal/dev/detail/spin.cuh"
 #include "shoal/team_handle.hpp"
+#include "stream_gate.cuh"
 
 namespace {
 
 constexpr int kBatch = 256, kLoop = 4000, kRounds = 9;
-
-__global__ void held_kernel(volatile const int* release) {
-  shoal::detail::spin_until([&] { return *release != 0; }, 10'000'000'000ull);
-}
 
 __global__ void one_warp_kernel(shoal::team_handle t, void* dst, const void* src, std::size_t bytes) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -50,16 +45,8 @@ struct launcher {
 
   void chevron() { one_warp_kernel<<<1, 32, 0, stream>>>(t, dst, src, bytes); }
   void runtime_ex(bool pdl) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(1);
-    config.blockDim = dim3(32);
-    config.stream = stream;
-    cudaLaunchAttribute attr[1]{};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attr;
-    config.numAttrs = pdl ? 1 : 0;
-    PROBE_CUDA(cudaLaunchKernelEx(&config, one_warp_kernel, t, dst, src, bytes));
+    shoal::probe::one_warp_launch one_warp(stream, pdl);
+    PROBE_CUDA(cudaLaunchKernelEx(&one_warp.config, one_warp_kernel, t, dst, src, bytes));
   }
   void driver() {
     void* args[] = {&t, &dst, &src, &bytes};
@@ -88,11 +75,6 @@ struct variant {
   std::vector<double> queued_us, loop_us;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int run() {
   launcher l{};
   PROBE_CUDA(cudaSetDevice(0));
@@ -103,10 +85,7 @@ int run() {
   l.src = static_cast<char*>(buffer) + 64;
   PROBE_CUDA(
       cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&l.fn), reinterpret_cast<const void*>(one_warp_kernel)));
-  int* gate = nullptr;
-  PROBE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped));
-  int* gate_dev = nullptr;
-  PROBE_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
+  shoal::probe::stream_gate gate;
   cudaEvent_t start, stop;
   PROBE_CUDA(cudaEventCreate(&start));
   PROBE_CUDA(cudaEventCreate(&stop));
@@ -122,14 +101,12 @@ int run() {
   for (int round = 0; round < kRounds + 1; ++round) {
     for (variant& v : variants) {
       // Queued: the host's enqueue time with the stream held.
-      *static_cast<volatile int*>(gate) = 0;
-      held_kernel<<<1, 1, 0, l.stream>>>(gate_dev);
-      PROBE_CUDA(cudaGetLastError());
+      gate.hold(l.stream);
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kBatch; ++i) v.launch(l);
       const std::chrono::duration<double, std::micro> host = std::chrono::steady_clock::now() - t0;
       PROBE_CUDA(cudaGetLastError());
-      *static_cast<volatile int*>(gate) = 1;
+      gate.open();
       PROBE_CUDA(cudaStreamSynchronize(l.stream));
       // Loop: launches as fast as the host makes them, timed on the GPU.
       PROBE_CUDA(cudaEventRecord(start, l.stream));
@@ -146,7 +123,8 @@ int run() {
   }
   std::printf("%-18s %14s %12s   (per launch, median of %d rounds)\n", "variant", "queued (host)", "loop", kRounds);
   for (const variant& v : variants)
-    std::printf("%-18s %11.2f us %9.2f us\n", v.name, median(v.queued_us), median(v.loop_us));
+    std::printf("%-18s %11.2f us %9.2f us\n", v.name, shoal::probe::median(v.queued_us),
+                shoal::probe::median(v.loop_us));
   return 0;
 }
 

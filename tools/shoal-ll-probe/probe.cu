@@ -457,10 +457,7 @@ int run() {
         bad += out->bad;
       }
     }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
+    using shoal::probe::median;
     if (w.pe() == 0) {
       std::printf("%-42s %.3f us per call%s", r.name, median(per_call_us), bad != 0 ? "  WRONG RESULT" : "");
       if (r.v == variant::step_timed)
