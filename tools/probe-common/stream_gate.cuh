@@ -23,7 +23,7 @@ class stream_gate {
     PROBE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof(int), cudaHostAllocMapped));
     PROBE_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
   }
-  ~stream_gate() { cudaFreeHost(host_); }
+  ~stream_gate() { PROBE_CUDA(cudaFreeHost(host_)); }
   stream_gate(const stream_gate&) = delete;
   stream_gate& operator=(const stream_gate&) = delete;
 
