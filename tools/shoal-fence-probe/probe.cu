@@ -4,16 +4,21 @@
 // where the same fence inside a running kernel costs ~0.6 (entry 8). This probe asks, on one GPU, which
 // part of the kernel's start makes it dear, and whether another form of the same ordering is cheaper.
 //
-// Every variant is a one-warp kernel whose lane 0 stores a counter to a device word (the arrival flag's
-// stand-in) after its opening; they differ only in the opening:
+// Every variant but the last two is a one-warp kernel whose lane 0 stores a counter to a device word (the
+// arrival flag's stand-in) after its opening; they differ only in the opening:
 //   none              the previous kernel's wait alone (unsafe for a barrier: measurement only)
 //   fence.sc.sys      what the stream barrier does
 //   fence.acq_rel.sys a release fence: all a barrier's arrival needs
 //   fence.sc.gpu      a fence at GPU scope (not enough for peers: measurement only)
 //   st.release.sys    no fence; the counter is stored with release semantics instead
-//   spin, then fence  1 µs of spinning on the clock after the wait, then fence.sc.sys: if the fence is dear
-//                     only because something of the previous kernel is still draining, this one is cheap
+//   spin, then fence  1 µs of spinning on the clock after the wait, then fence.sc.sys: is the fence dearer
+//                     right at the kernel's start than later?
 //   spin, no fence    the same spin alone, to subtract
+//   fence twice       fence.sc.sys twice: what a second fence costs once the first has waited
+// and two whose kernels store nothing, so that no kernel of the batch leaves a write behind (is the fence
+// dear because earlier writes must become visible first?):
+//   no store          the wait alone
+//   fence, no store   the wait, then fence.sc.sys
 // Each runs with and without programmatic dependent launch (PDL). The figure is the GPU's time per kernel
 // with a batch queued ahead of the GPU behind a held stream, so the host's launch rate does not enter it.
 // One process, one GPU, no shoal job. Variants run in turn, repeated; medians.
@@ -30,7 +35,22 @@ namespace {
 
 constexpr int kBatch = 512, kRounds = 9;
 
-enum class opening { none, fence_sc_sys, fence_acq_rel_sys, fence_sc_gpu, release_store, spin_fence, spin_only };
+enum class opening {
+  none,
+  fence_sc_sys,
+  fence_acq_rel_sys,
+  fence_sc_gpu,
+  release_store,
+  spin_fence,
+  spin_only,
+  fence_twice,
+  no_store,
+  fence_no_store,
+};
+
+__host__ __device__ constexpr bool stores_counter(opening kind) {
+  return kind != opening::no_store && kind != opening::fence_no_store;
+}
 
 template <opening kind>
 __global__ void opening_kernel(std::uint64_t* word) {
@@ -42,10 +62,13 @@ __global__ void opening_kernel(std::uint64_t* word) {
     while (shoal::detail::global_timer_ns() < until) {
     }
   }
-  if constexpr (kind == opening::fence_sc_sys || kind == opening::spin_fence)
+  if constexpr (kind == opening::fence_sc_sys || kind == opening::spin_fence || kind == opening::fence_twice ||
+                kind == opening::fence_no_store)
     asm volatile("fence.sc.sys;" ::: "memory");
+  if constexpr (kind == opening::fence_twice) asm volatile("fence.sc.sys;" ::: "memory");
   if constexpr (kind == opening::fence_acq_rel_sys) asm volatile("fence.acq_rel.sys;" ::: "memory");
   if constexpr (kind == opening::fence_sc_gpu) asm volatile("fence.sc.gpu;" ::: "memory");
+  if constexpr (!stores_counter(kind)) return;
   const std::uint64_t next = *word + 1;
   if constexpr (kind == opening::release_store)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(word), "l"(next) : "memory");
@@ -56,12 +79,13 @@ __global__ void opening_kernel(std::uint64_t* word) {
 struct variant {
   const char* name;
   const void* kernel;
+  bool stores;
   std::vector<double> pdl_us, plain_us;
 };
 
 template <opening kind>
 variant make(const char* name) {
-  return {name, reinterpret_cast<const void*>(opening_kernel<kind>), {}, {}};
+  return {name, reinterpret_cast<const void*>(opening_kernel<kind>), stores_counter(kind), {}, {}};
 }
 
 void launch(const void* kernel, std::uint64_t* word, bool pdl, cudaStream_t stream) {
@@ -90,6 +114,9 @@ int run() {
       make<opening::release_store>("st.release.sys"),
       make<opening::spin_fence>("spin, then fence"),
       make<opening::spin_only>("spin, no fence"),
+      make<opening::fence_twice>("fence twice"),
+      make<opening::no_store>("no store"),
+      make<opening::fence_no_store>("fence, no store"),
   };
   std::uint64_t expected = 0;
   for (int round = 0; round < kRounds + 1; ++round) {
@@ -103,7 +130,7 @@ int run() {
         PROBE_CUDA(cudaEventSynchronize(stop));
         float ms = 0;
         PROBE_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        expected += kBatch;
+        if (v.stores) expected += kBatch;
         if (round > 0) (pdl ? v.pdl_us : v.plain_us).push_back(ms * 1e3 / kBatch);  // round 0 warms up
       }
     }
