@@ -135,7 +135,7 @@ int run() {
       }
     }
   }
-  // Every kernel ran once, in stream order: the word counts them all.
+  // Every kernel ran once, in stream order: the word counts those that store.
   std::uint64_t counted = 0;
   PROBE_CUDA(cudaMemcpy(&counted, word, sizeof counted, cudaMemcpyDeviceToHost));
   if (counted != expected) {
