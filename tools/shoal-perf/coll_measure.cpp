@@ -467,7 +467,10 @@ coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
     r.copy_engines = detail::reduces_with_copy_engines(t, c.op, r.algo, ctx.dst(), ctx.src(), c.bytes);
   else if (!barrier)
     r.copy_engines = detail::exchanges_with_copy_engines(t, r.algo, c.bytes);
-  if (!barrier && !r.copy_engines && r.algo != algorithm::hierarchical) {  // one kernel of the call's own
+  if (barrier) {  // the team's meeting kernel: one warp
+    r.ctas = 1;
+    r.threads = 32;
+  } else if (!r.copy_engines && r.algo != algorithm::hierarchical) {  // one kernel of the call's own
     const launch_shape shape = coll_launch_shape(t.device_handle(), c.op, r.algo, c.bytes, ctx.n_pes);
     r.ctas = shape.ctas;
     r.threads = shape.threads;
@@ -528,8 +531,9 @@ row coll_row(const context& ctx, const coll_case& c, const coll_result& r) {
   row out;
   out.op = coll_name(c.op);
   out.scope = to_string(c.mode);
-  out.algo = std::string(to_string(r.algo)) + (r.copy_engines ? "+ce" : "");
   const bool barrier = c.op == collective::barrier;
+  // The barrier has one mechanism, a meeting on flags (named as the world barrier's rows name it).
+  out.algo = barrier ? "flags" : std::string(to_string(r.algo)) + (r.copy_engines ? "+ce" : "");
   out.metric = barrier ? "latency" : "bandwidth";
   out.what = mode_text(c.mode);
   if (c.op == collective::reduce || c.op == collective::reducescatter)

@@ -18,19 +18,28 @@ namespace detail {
 // (at grid scope: after the grid met in grid_sync, then CTA 0's leader), is cumulative over every thread's
 // earlier writes, as barrier_all's is. A quiet in every thread before it would be a second fence: 2 us
 // more per barrier kernel on a stream (perf notes 36). Requests through the proxy are the PE's, so the
-// leader's wait for them covers every thread's.
+// leader's wait for them covers every thread's. The barrier on a stream opens its kernel with the meeting
+// and orders with earlier_writes::release_each instead (perf notes 70), except across nodes.
 template <typename Scope>
-__device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_first) {
+__device__ inline void team_meet(Scope scope, const team_handle& t, earlier_writes ordering) {
   SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
   SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
+  const bool ordered = ordering != earlier_writes::unordered;
   with_unit_steps(scope, t, [&](auto unit) {
     using Unit = decltype(unit);
     auto meet = [&] {
-      const std::uint64_t epoch = next_step(unit, t, t.channel_first, true).epoch;
+      const int channel = t.channel_first;
+      const std::uint64_t value = 2 * next_step(unit, t, channel, true).epoch;
       if constexpr (Unit::proxied) {
-        if (quiet_first && Unit::leader()) proxy_quiet(t.world);
+        if (ordered && Unit::leader()) proxy_quiet(t.world);
+        arrive(unit, t, channel, value, ordered, all_members);
+      } else {
+        if (ordering == earlier_writes::release_each)
+          arrive_each_released(unit, t, channel, value, all_members);
+        else
+          arrive(unit, t, channel, value, ordered, all_members);
       }
-      meet_members(unit, t, t.channel_first, 2 * epoch, quiet_first);
+      wait_members(unit, t, channel, value, all_members);
     };
     if constexpr (is_grid_v<Scope>) {
       grid_sync(t.world);
@@ -45,12 +54,12 @@ __device__ inline void team_meet(Scope scope, const team_handle& t, bool quiet_f
 
 template <typename Scope>
 __device__ inline void barrier(Scope scope, const team_handle& t) {
-  detail::team_meet(scope, t, true);
+  detail::team_meet(scope, t, detail::earlier_writes::quiet_first);
 }
 
 template <typename Scope>
 __device__ inline void sync(Scope scope, const team_handle& t) {
-  detail::team_meet(scope, t, false);
+  detail::team_meet(scope, t, detail::earlier_writes::unordered);
 }
 
 }  // namespace shoal

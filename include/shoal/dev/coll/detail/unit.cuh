@@ -159,6 +159,22 @@ __device__ inline void arrive(Unit, const team_handle& t, int channel, std::uint
   }
 }
 
+// arrive() for a unit that opens its kernel, where a system fence costs more than release stores do (perf
+// notes 69, 70): each thread stores a share of the members' flags, each store a release, with no fence.
+// A release store is cumulative over the unit's earlier writes, which the unit's meeting ordered before it.
+// Within one node only: the proxy's requests complete only through quiet.
+template <typename Unit, typename Select>
+__device__ inline void arrive_each_released(Unit, const team_handle& t, int channel, std::uint64_t value, Select to) {
+  static_assert(!Unit::proxied, "a team across nodes arrives after quiet, through arrive()");
+  Unit::sync();
+  for (int i = int(Unit::rank()); i < t.layout.size; i += int(Unit::size())) {
+    if (i == t.index || !to(i)) continue;
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(
+        *remote(t.world, flag_of(t, channel, t.index), t.layout.pe_at(i)))
+        .store(value, cuda::memory_order_release);
+  }
+}
+
 // The unit waits until every member `from(i)` selects has reached `value` (acquire: what they released
 // is visible to all threads of the unit on return).
 template <typename Unit, typename Select>
