@@ -136,6 +136,19 @@ __device__ inline void await_previous_kernel() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+
+// The first statement of a one-thread kernel on a stream (the stream operations' signal add and wait): lets
+// the next kernel's launch begin at once, then waits for the previous kernel. The next kernel still waits
+// for this one to finish before it touches memory (its own await); only its launch overlaps this one. A
+// grid this small costs nothing to hold resident, so it need not wait before releasing the next launch as
+// await_previous_kernel does. Under graph replay its calls took 1.03 µs where released after the wait they
+// took 1.08, and 1.72 without overlap (perf notes 71).
+__device__ inline void release_next_launch_then_await_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 #endif
 
 }  // namespace shoal::detail

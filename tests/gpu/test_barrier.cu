@@ -1,7 +1,7 @@
 // Barriers inside kernels at thread, warp, block and grid scope, many in a row: each round every PE
 // writes a value into every other PE and, after the barrier, must see every PE's value of that round.
 // Then grid_sync alone, in kernels of several grid sizes, and the barriers on a stream, after host copies
-// and after a kernel's puts.
+// and after a kernel's puts; and a signal add on a stream after a kernel's puts, which alone must order them.
 #include <algorithm>
 
 #include "gpu_env.hpp"
@@ -187,6 +187,46 @@ TEST(Barrier, OnStreamCompletesEarlierKernelPuts) {
   cudaStreamDestroy(s);
   cudaFreeHost(seen);
   cudaFree(src);
+  w.free(inbox);
+}
+
+// A kernel's puts, then signal_op_on_stream(add) to the same PE with no barrier between them: the
+// receiver's kernel-form wait (cmp::gt) on the stream, then a copy of its inbox, must see every byte. Both
+// stream operations are launched overlapping the kernel before them (SHOAL_COLL_PDL).
+TEST(Stream, SignalAddCompletesEarlierKernelPuts) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
+  auto* sig = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
+  std::uint8_t* src = nullptr;
+  std::uint8_t* seen = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&seen, n), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  barrier_all(w);
+  for (int round = 1; round <= 30; ++round) {
+    upload(src, random_bytes(8000 + round * 8 + w.pe(), n));
+    put_to_pe<<<16, 256, 0, s>>>(w.device_handle(), inbox, src, n, next_pe(w));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    quiet_on_stream(w, s);  // enqueues nothing within a node; across nodes the proxy's puts complete here
+    signal_op_on_stream(w, sig, 1, sig_op::add, next_pe(w), s);
+    signal_wait_until_on_stream(w, sig, cmp::gt, std::uint64_t(round - 1), s);
+    ASSERT_EQ(cudaMemcpyAsync(seen, inbox, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    barrier_all_on_stream(w, s);  // the peer's next round writes my inbox only after I have copied it
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const std::vector<std::uint8_t> got(seen, seen + n);
+    EXPECT_EQ(first_mismatch(got, random_bytes(8000 + round * 8 + prev_pe(w), n)), -1) << "round " << round;
+  }
+  std::uint64_t count = 0;
+  ASSERT_EQ(cudaMemcpy(&count, sig, sizeof(count), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(count, 30u);
+  barrier_all(w);
+  cudaStreamDestroy(s);
+  cudaFreeHost(seen);
+  cudaFree(src);
+  w.free(sig);
   w.free(inbox);
 }
 

@@ -65,6 +65,10 @@ measurement measure_fetch_add(context& ctx);
 // barrier_all_on_stream back to back on every PE. Time per call (slowest PE).
 measurement measure_barrier_on_stream(context& ctx);
 
+// signal_op_on_stream with sig_op::add back to back on every PE, each into the next PE's word. Time per call
+// (slowest PE); checked by seeded values whose sum each word must end at.
+measurement measure_signal_add_on_stream(context& ctx);
+
 // barrier_all(block, h) back to back inside one kernel on every PE. Time per barrier (slowest PE).
 measurement measure_barrier_in_kernel(context& ctx);
 
@@ -83,8 +87,8 @@ double pingpong_round(context& ctx, const timed_launch& launch, std::uint32_t wa
 // PE 0's kernel of dependent fetch_adds on PE 1's `word`, zeroed before each kernel; checked by the kernel
 // and by the word's final count.
 measurement time_fetch_add(context& ctx, std::uint64_t* word, const timed_launch& launch);
-// `one_barrier()` back to back on every PE's stream; time per call, the slowest PE.
-measurement time_barrier_on_stream(context& ctx, const std::function<void()>& one_barrier);
+// `one_call()` back to back on every PE's stream (--iters, default 1000 a batch); time per call, the slowest PE.
+measurement time_calls_on_stream(context& ctx, const std::function<void()>& one_call);
 // A barrier kernel on every PE; time per barrier, the slowest PE; checked with 100 rounds.
 measurement time_barrier_in_kernel(context& ctx, const checked_launch& launch);
 

@@ -1,12 +1,15 @@
 // Latency of point-to-point synchronization and of barriers: ping-pong with p and with put_signal, remote
-// fetch_add round trips, barrier_all inside a kernel and on a stream.
+// fetch_add round trips, barrier_all inside a kernel and on a stream, signal adds on a stream.
 //
 // In-kernel figures are timed inside the kernel with %globaltimer (ns) after a few warm-up round trips, so
 // neither launch latency nor the skew between the PEs' launches is counted. Stream figures use events.
 #include <algorithm>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 #include "benches.hpp"
+#include "coll.hpp"
 #include "pingpong.cuh"
 #include "shoal/device.cuh"
 #include "shoal/stream.hpp"
@@ -135,10 +138,10 @@ measurement time_fetch_add(context& ctx, std::uint64_t* word, const timed_launch
   return m;
 }
 
-measurement time_barrier_on_stream(context& ctx, const std::function<void()>& one_barrier) {
+measurement time_calls_on_stream(context& ctx, const std::function<void()>& one_call) {
   const int calls = ctx.opt.iters > 0 ? ctx.opt.iters : 1000;
   std::vector<double> ms = time_batches(ctx, [&](int) {
-    for (int i = 0; i < calls; ++i) one_barrier();
+    for (int i = 0; i < calls; ++i) one_call();
   });
   measurement m;
   m.ops = calls;
@@ -211,9 +214,60 @@ measurement measure_fetch_add(context& ctx) {
 
 measurement measure_barrier_on_stream(context& ctx) {
   auto one = [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); };
-  measurement m = time_barrier_on_stream(ctx, one);
+  measurement m = time_calls_on_stream(ctx, one);
   const int calls = static_cast<int>(m.ops);
   m.note += "; " + describe(time_queued_calls(ctx, std::min(calls, kQueuedCalls), one, one));
+  return m;
+}
+
+namespace {
+// Each PE writes a seeded start into its own word, then adds kAdds seeded values into the next PE's with
+// `add`; every word must end at its start plus the previous PE's values (modulo 2^64).
+check_result check_signal_adds(context& ctx, std::uint64_t* word, const std::function<void(std::uint64_t)>& add) {
+  constexpr int kAdds = 100;
+  const std::uint64_t seed = ctx.next_seed();
+  auto values_of = [&](int pe) {  // [0]: the start of pe's word; [1..kAdds]: what pe adds into the next
+    std::mt19937_64 gen(seed * 1000003 + std::uint64_t(pe));
+    std::vector<std::uint64_t> v(kAdds + 1);
+    for (std::uint64_t& x : v) x = gen();
+    return v;
+  };
+  const std::vector<std::uint64_t> mine = values_of(ctx.pe);
+  const std::vector<std::uint64_t> from_previous = values_of((ctx.pe + ctx.n_pes - 1) % ctx.n_pes);
+  ctx.barrier();  // every add of the timed loops has landed
+  SHOAL_PERF_CUDA(cudaMemcpy(word, &mine[0], sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  ctx.barrier();
+  for (int k = 1; k <= kAdds; ++k) add(mine[k]);
+  ctx.barrier();
+  std::uint64_t got = 0;
+  SHOAL_PERF_CUDA(cudaMemcpy(&got, word, sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  std::uint64_t want = mine[0];
+  for (int k = 1; k <= kAdds; ++k) want += from_previous[k];
+  return ctx.sum_over_pes(got == want ? 0 : 1) == 0 ? check_result::ok : check_result::failed;
+}
+}  // namespace
+
+measurement measure_signal_add_on_stream(context& ctx) {
+  std::uint64_t* word = ctx.words() + context::kWordSignalAdd;
+  const int next = (ctx.pe + 1) % ctx.n_pes;
+  auto add = [&](std::uint64_t value) {
+    shoal::signal_op_on_stream(ctx.world, word, value, shoal::sig_op::add, next, ctx.stream);
+  };
+  auto one = [&] { add(1); };
+  measurement m = time_calls_on_stream(ctx, one);
+  m.note += "; " + describe(time_queued_calls(ctx, std::min(static_cast<int>(m.ops), kQueuedCalls), one, one));
+  // The same calls captured in one graph and replayed, where the host's enqueue drops out.
+  const coll_graph graph(ctx, m.ops, [&](std::int64_t) { one(); });
+  if (graph.ok()) {
+    const std::vector<double> ms = time_batches(ctx, [&](int) { graph.launch(ctx.stream); });
+    char text[64];
+    std::snprintf(text, sizeof text, "; graph replay %.2f us per call",
+                  summarize(per_op_us(ctx.max_over_pes(ms), m.ops)).median_us);
+    m.note += text;
+  } else {
+    m.note += "; graph capture failed: " + graph.error();
+  }
+  if (ctx.opt.check) m.check = check_signal_adds(ctx, word, add);
   return m;
 }
 

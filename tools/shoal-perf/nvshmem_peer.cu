@@ -360,7 +360,7 @@ measurement nvshmem_peer::measure_fetch_add(context& ctx) {
 }
 
 measurement nvshmem_peer::measure_barrier_on_stream(context& ctx) {
-  return time_barrier_on_stream(ctx, [&] { nvshmemx_barrier_all_on_stream(ctx.stream); });
+  return time_calls_on_stream(ctx, [&] { nvshmemx_barrier_all_on_stream(ctx.stream); });
 }
 
 measurement nvshmem_peer::measure_barrier_in_kernel(context& ctx) {

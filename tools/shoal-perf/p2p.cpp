@@ -131,6 +131,17 @@ row barrier_row(bool on_stream, const measurement& m) {
 }
 
 namespace {
+// signal_op_on_stream's add is a one-thread kernel on the stream.
+row signal_add_row(const measurement& m) {
+  row r = base_row("signal_op_on_stream", "stream", "kernel", "latency", m);
+  r.what = "per call (sig_op::add), each PE into the next";
+  r.bytes = 8;
+  r.from_pe = r.to_pe = -1;
+  r.ctas = 1;
+  r.threads = 1;
+  return r;
+}
+
 // NVSHMEM's figure from `measure`, as the row's (a latency row).
 row with_nvshmem_latency(context& ctx, row r, const std::function<measurement(nvshmem_peer&)>& measure) {
   return with_nvshmem(ctx, std::move(r), [&](nvshmem_peer& peer, row& x) { attach_nvshmem(x, measure(peer)); });
@@ -226,6 +237,7 @@ void run_p2p(context& ctx) {
   out.add(measured_fetch_add_row(ctx));
   out.add(measured_barrier_row(ctx, true));
   out.add(measured_barrier_row(ctx, false));
+  out.add(signal_add_row(measure_signal_add_on_stream(ctx)));
 }
 
 }  // namespace shoal::perf
