@@ -13,8 +13,9 @@ namespace {
 
 // The stream operations' kernels are programmatic dependent launches when SHOAL_COLL_PDL is on: the host
 // enqueues such a launch faster, and their calls under graph replay take 1.03 µs instead of 1.72 (perf notes
-// 71). So each first waits for the previous kernel. The add is a release: the previous kernels' writes,
-// complete when the wait returns, reach the peer first.
+// 71). So each waits for the previous kernel before it touches memory (having first let the next launch
+// begin: a one-thread grid costs nothing to hold resident). The add is a release: the previous kernels'
+// writes, complete when the wait returns, reach the peer first.
 __global__ void signal_add_kernel(std::uint64_t* remote_sig, std::uint64_t value) {
   detail::release_next_launch_then_await_previous();
   detail::update_signal(remote_sig, value, sig_op::add, cuda::memory_order_release);
