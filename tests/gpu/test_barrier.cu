@@ -141,22 +141,45 @@ TEST(Barrier, OnStreamAndHostInterleaved) {
   w.free(value);
 }
 
-// A kernel's puts, then a barrier on the stream with no quiet between them: the barrier alone must make
-// them visible at their target. Rounds take turns: barrier_all_on_stream called directly, the same barrier
-// replayed from a captured graph (direct and captured calls mix), and the world team's barrier_on_stream.
 __global__ void put_to_pe(device_handle h, std::uint8_t* dst, const std::uint8_t* src, std::size_t n, int pe) {
   put_nbi(grid, h, dst, src, n, pe);
 }
 
-TEST(Barrier, OnStreamCompletesEarlierKernelPuts) {
-  SHOAL_REQUIRE_WORLD(1);
-  shoal::world& w = *the_world();
+// `rounds` rounds on stream `s`: a kernel puts fresh seeded data (1 MiB + 3 bytes) into the next PE's inbox
+// with no quiet, then `order(round)` enqueues what must make those puts visible at the next PE; this PE
+// then copies its own inbox on `s` and checks it holds the previous PE's data of that round.
+template <typename Order>
+void check_kernel_puts_ordered_by(shoal::world& w, cudaStream_t s, std::uint64_t seed, int rounds, Order order) {
   const std::size_t n = (std::size_t{1} << 20) + 3;
   auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
   std::uint8_t* src = nullptr;
   std::uint8_t* seen = nullptr;
   ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(&seen, n), cudaSuccess);
+  barrier_all(w);
+  for (int round = 0; round < rounds; ++round) {
+    upload(src, random_bytes(seed + round * 8 + w.pe(), n));
+    put_to_pe<<<16, 256, 0, s>>>(w.device_handle(), inbox, src, n, next_pe(w));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    order(round);
+    ASSERT_EQ(cudaMemcpyAsync(seen, inbox, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+    barrier_all_on_stream(w, s);  // the peer's next round writes my inbox only after I have copied it
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const std::vector<std::uint8_t> got(seen, seen + n);
+    EXPECT_EQ(first_mismatch(got, random_bytes(seed + round * 8 + prev_pe(w), n)), -1) << "round " << round;
+  }
+  barrier_all(w);
+  cudaFreeHost(seen);
+  cudaFree(src);
+  w.free(inbox);
+}
+
+// A barrier on the stream alone must make a kernel's earlier puts visible at their target. Rounds take
+// turns: barrier_all_on_stream called directly, the same barrier replayed from a captured graph (direct and
+// captured calls mix), and the world team's barrier_on_stream.
+TEST(Barrier, OnStreamCompletesEarlierKernelPuts) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   cudaGraph_t graph;
@@ -165,69 +188,40 @@ TEST(Barrier, OnStreamCompletesEarlierKernelPuts) {
   barrier_all_on_stream(w, s);
   ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int round = 0; round < 30; ++round) {
-    upload(src, random_bytes(7000 + round * 8 + w.pe(), n));
-    put_to_pe<<<16, 256, 0, s>>>(w.device_handle(), inbox, src, n, next_pe(w));
-    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  check_kernel_puts_ordered_by(w, s, 7000, 30, [&](int round) {
     if (round % 3 == 0)
       barrier_all_on_stream(w, s);
     else if (round % 3 == 1)
       ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
     else
       barrier_on_stream(world_team(w), s);
-    ASSERT_EQ(cudaMemcpyAsync(seen, inbox, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
-    barrier_all_on_stream(w, s);  // the peer's next round writes my inbox only after I have copied it
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const std::vector<std::uint8_t> got(seen, seen + n);
-    EXPECT_EQ(first_mismatch(got, random_bytes(7000 + round * 8 + prev_pe(w), n)), -1) << "round " << round;
-  }
-  barrier_all(w);
+  });
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
-  cudaFreeHost(seen);
-  cudaFree(src);
-  w.free(inbox);
 }
 
-// A kernel's puts, then signal_op_on_stream(add) to the same PE with no barrier between them: the
-// receiver's kernel-form wait (cmp::gt) on the stream, then a copy of its inbox, must see every byte. Both
-// stream operations are launched overlapping the kernel before them (SHOAL_COLL_PDL).
+// A signal add on the stream, with no barrier, must make the kernel's earlier puts to the same PE visible
+// there: the receiver's kernel-form wait (cmp::gt) on the stream precedes its copy. Both stream operations
+// are launched overlapping the kernel before them (SHOAL_COLL_PDL).
 TEST(Stream, SignalAddCompletesEarlierKernelPuts) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
-  const std::size_t n = (std::size_t{1} << 20) + 3;
-  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
   auto* sig = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
-  std::uint8_t* src = nullptr;
-  std::uint8_t* seen = nullptr;
-  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
-  ASSERT_EQ(cudaMallocHost(&seen, n), cudaSuccess);
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  barrier_all(w);
-  for (int round = 1; round <= 30; ++round) {
-    upload(src, random_bytes(8000 + round * 8 + w.pe(), n));
-    put_to_pe<<<16, 256, 0, s>>>(w.device_handle(), inbox, src, n, next_pe(w));
-    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  constexpr int kRoundsOfAdds = 30;
+  check_kernel_puts_ordered_by(w, s, 8000, kRoundsOfAdds, [&](int round) {
     quiet_on_stream(w, s);  // enqueues nothing within a node; across nodes the proxy's puts complete here
     signal_op_on_stream(w, sig, 1, sig_op::add, next_pe(w), s);
-    signal_wait_until_on_stream(w, sig, cmp::gt, std::uint64_t(round - 1), s);
-    ASSERT_EQ(cudaMemcpyAsync(seen, inbox, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
-    barrier_all_on_stream(w, s);  // the peer's next round writes my inbox only after I have copied it
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    const std::vector<std::uint8_t> got(seen, seen + n);
-    EXPECT_EQ(first_mismatch(got, random_bytes(8000 + round * 8 + prev_pe(w), n)), -1) << "round " << round;
-  }
+    signal_wait_until_on_stream(w, sig, cmp::gt, std::uint64_t(round), s);
+  });
   std::uint64_t count = 0;
   ASSERT_EQ(cudaMemcpy(&count, sig, sizeof(count), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(count, 30u);
+  EXPECT_EQ(count, std::uint64_t(kRoundsOfAdds));
   barrier_all(w);
   cudaStreamDestroy(s);
-  cudaFreeHost(seen);
-  cudaFree(src);
   w.free(sig);
-  w.free(inbox);
 }
 
 }  // namespace
