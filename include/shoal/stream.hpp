@@ -1,8 +1,9 @@
 // Stream-ordered RMA, signals, waits and barriers: each call enqueues work on `stream` and returns at
 // once; the operation happens in stream order and completes before later work on that stream starts.
 // All of them can be captured in a CUDA graph and replayed. Within a node data moves with the copy engines;
-// signal set/wait use stream memory operations (cuStreamWriteValue64 / cuStreamWaitValue64), which need no
-// kernel launch; forms that memory operations cannot express launch a one-thread kernel. To a PE on
+// signal set/wait use stream memory operations (cuStreamWriteValue64 / cuStreamWaitValue64), which the host
+// enqueues faster than a kernel; forms that memory operations cannot express launch a one-thread kernel, and
+// so does a signal set captured in a graph, where it replays faster than a stream write. To a PE on
 // another node, each call is a one-thread kernel that posts it to the proxy (see quiet_on_stream).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Host-initiated put/get/p/g and the stream-ordered forms: put/get/put_signal/signal_op/waits/barrier
-// on a stream, and a captured CUDA graph of them replayed many times with fresh data each time.
+// on a stream, and captured CUDA graphs of them replayed many times with fresh data each time.
 #include <cstring>
 
 #include "gpu_env.hpp"
@@ -105,6 +105,48 @@ TEST(Stream, CapturedGraphReplaysManyTimes) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
   cudaFree(src);
+  w.free(inbox);
+}
+
+// put_signal_on_stream with sig_op::set captured in a graph (where the set is a kernel, not a stream write)
+// and replayed with fresh data: the receiver that sees the signal must see every byte of that replay.
+TEST(Stream, CapturedPutSignalSetOrdersItsData) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  const std::size_t n = 256 * 1024 + 5;
+  constexpr std::uint64_t kSignal = 0x5EED0000CAFEull;
+  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
+  auto* sig = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
+  std::uint8_t *src = nullptr, *copy = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&copy, n), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  put_signal_on_stream(w, inbox, src, n, sig, kSignal, sig_op::set, next_pe(w), s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 20; ++replay) {
+    upload(src, random_bytes(9500 + replay * 8 + w.pe(), n));
+    ASSERT_EQ(cudaMemsetAsync(sig, 0, sizeof(std::uint64_t), s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    barrier_all(w);  // every signal word is clear before any PE replays
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    signal_wait_until_on_stream(w, sig, cmp::eq, kSignal, s);
+    ASSERT_EQ(cudaMemcpyAsync(copy, inbox, n, cudaMemcpyDeviceToDevice, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_EQ(first_mismatch(download(copy, n), random_bytes(9500 + replay * 8 + prev_pe(w), n)), -1)
+        << "replay " << replay;
+    barrier_all(w);  // the previous PE's next replay writes my inbox only after I have copied it
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  cudaFree(src);
+  cudaFree(copy);
+  w.free(sig);
   w.free(inbox);
 }
 

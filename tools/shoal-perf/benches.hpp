@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "shoal/types.hpp"
 
 namespace shoal::perf {
 
@@ -65,9 +66,13 @@ measurement measure_fetch_add(context& ctx);
 // barrier_all_on_stream back to back on every PE. Time per call (slowest PE).
 measurement measure_barrier_on_stream(context& ctx);
 
-// signal_op_on_stream with sig_op::add back to back on every PE, each into the next PE's word. Time per call
-// (slowest PE); checked by seeded values whose sum each word must end at.
-measurement measure_signal_add_on_stream(context& ctx);
+// signal_op_on_stream with `op` back to back on every PE, each into the next PE's word. Time per call
+// (slowest PE); checked by seeded values each word must end at (their sum, or the last one set).
+measurement measure_signal_op_on_stream(context& ctx, shoal::sig_op op);
+
+// Back to back on every PE: a signal add of 1 into the next PE's word, then signal_wait_until_on_stream
+// (cmp::ge) until this PE's word counts the call, so the PEs step together. Time per call (slowest PE).
+measurement measure_signal_wait_on_stream(context& ctx);
 
 // barrier_all(block, h) back to back inside one kernel on every PE. Time per barrier (slowest PE).
 measurement measure_barrier_in_kernel(context& ctx);

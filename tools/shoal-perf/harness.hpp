@@ -168,7 +168,8 @@ class context {
   // Small symmetric scratch: kWords 64-bit words, zero at start. Indices are fixed per use (see kWord*).
   static constexpr int kWordPingPong = 0;
   static constexpr int kWordAtomic = 1;
-  static constexpr int kWordSignalAdd = 2;
+  static constexpr int kWordSignalOp = 2;
+  static constexpr int kWordSignalWait = 3;
   static constexpr int kWordBarrierCheck = 8;  // n_pes words from here
   std::uint64_t* words() const { return words_; }
   // Device scratch (not symmetric) for kernel results: elapsed ns and error counts.

@@ -221,53 +221,80 @@ measurement measure_barrier_on_stream(context& ctx) {
 }
 
 namespace {
-// Each PE writes a seeded start into its own word, then adds kAdds seeded values into the next PE's with
-// `add`; every word must end at its start plus the previous PE's values (modulo 2^64).
-check_result check_signal_adds(context& ctx, std::uint64_t* word, const std::function<void(std::uint64_t)>& add) {
-  constexpr int kAdds = 100;
+// Each PE writes a seeded start into its own word, then applies kOps seeded values to the next PE's with
+// `op_on_next`; every word must end at its start plus the previous PE's values (add, modulo 2^64) or at the
+// previous PE's last value (set).
+check_result check_signal_ops(context& ctx, std::uint64_t* word, shoal::sig_op op,
+                              const std::function<void(std::uint64_t)>& op_on_next) {
+  constexpr int kOps = 100;
   const std::uint64_t seed = ctx.next_seed();
-  auto values_of = [&](int pe) {  // [0]: the start of pe's word; [1..kAdds]: what pe adds into the next
+  auto values_of = [&](int pe) {  // [0]: the start of pe's word; [1..kOps]: what pe applies to the next
     std::mt19937_64 gen(seed * 1000003 + std::uint64_t(pe));
-    std::vector<std::uint64_t> v(kAdds + 1);
+    std::vector<std::uint64_t> v(kOps + 1);
     for (std::uint64_t& x : v) x = gen();
     return v;
   };
   const std::vector<std::uint64_t> mine = values_of(ctx.pe);
   const std::vector<std::uint64_t> from_previous = values_of((ctx.pe + ctx.n_pes - 1) % ctx.n_pes);
-  ctx.barrier();  // every add of the timed loops has landed
+  ctx.barrier();  // every update of the timed loops has landed
   SHOAL_PERF_CUDA(cudaMemcpy(word, &mine[0], sizeof(std::uint64_t), cudaMemcpyHostToDevice));
   ctx.barrier();
-  for (int k = 1; k <= kAdds; ++k) add(mine[k]);
+  for (int k = 1; k <= kOps; ++k) op_on_next(mine[k]);
   ctx.barrier();
   std::uint64_t got = 0;
   SHOAL_PERF_CUDA(cudaMemcpy(&got, word, sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
   std::uint64_t want = mine[0];
-  for (int k = 1; k <= kAdds; ++k) want += from_previous[k];
+  for (int k = 1; k <= kOps; ++k) want = op == shoal::sig_op::add ? want + from_previous[k] : from_previous[k];
   return ctx.sum_over_pes(got == want ? 0 : 1) == 0 ? check_result::ok : check_result::failed;
+}
+
+// Appends to m's note what the GPU takes for `one()` apart from the host: queued ahead of it and, when
+// `graph` is set, the calls of a batch captured in one graph and replayed.
+void note_gpu_times(context& ctx, measurement& m, const std::function<void()>& one, bool graph) {
+  m.note += "; " + describe(time_queued_calls(ctx, std::min(static_cast<int>(m.ops), kQueuedCalls), one, one));
+  if (!graph) return;
+  const coll_graph captured(ctx, m.ops, [&](std::int64_t) { one(); });
+  if (!captured.ok()) {
+    m.note += "; graph capture failed: " + captured.error();
+    return;
+  }
+  const std::vector<double> ms = time_batches(ctx, [&](int) { captured.launch(ctx.stream); });
+  char text[64];
+  std::snprintf(text, sizeof text, "; graph replay %.2f us per call",
+                summarize(per_op_us(ctx.max_over_pes(ms), m.ops)).median_us);
+  m.note += text;
 }
 }  // namespace
 
-measurement measure_signal_add_on_stream(context& ctx) {
-  std::uint64_t* word = ctx.words() + context::kWordSignalAdd;
+measurement measure_signal_op_on_stream(context& ctx, shoal::sig_op op) {
+  std::uint64_t* word = ctx.words() + context::kWordSignalOp;
   const int next = (ctx.pe + 1) % ctx.n_pes;
-  auto add = [&](std::uint64_t value) {
-    shoal::signal_op_on_stream(ctx.world, word, value, shoal::sig_op::add, next, ctx.stream);
+  auto op_on_next = [&](std::uint64_t value) {
+    shoal::signal_op_on_stream(ctx.world, word, value, op, next, ctx.stream);
   };
-  auto one = [&] { add(1); };
+  auto one = [&] { op_on_next(1); };
   measurement m = time_calls_on_stream(ctx, one);
-  m.note += "; " + describe(time_queued_calls(ctx, std::min(static_cast<int>(m.ops), kQueuedCalls), one, one));
-  // The same calls captured in one graph and replayed, where the host's enqueue drops out.
-  const coll_graph graph(ctx, m.ops, [&](std::int64_t) { one(); });
-  if (graph.ok()) {
-    const std::vector<double> ms = time_batches(ctx, [&](int) { graph.launch(ctx.stream); });
-    char text[64];
-    std::snprintf(text, sizeof text, "; graph replay %.2f us per call",
-                  summarize(per_op_us(ctx.max_over_pes(ms), m.ops)).median_us);
-    m.note += text;
-  } else {
-    m.note += "; graph capture failed: " + graph.error();
-  }
-  if (ctx.opt.check) m.check = check_signal_adds(ctx, word, add);
+  note_gpu_times(ctx, m, one, true);
+  if (ctx.opt.check) m.check = check_signal_ops(ctx, word, op, op_on_next);
+  return m;
+}
+
+measurement measure_signal_wait_on_stream(context& ctx) {
+  std::uint64_t* word = ctx.words() + context::kWordSignalWait;
+  const int next = (ctx.pe + 1) % ctx.n_pes;
+  std::uint64_t calls = 0;  // so far, the same on every PE: the count this PE's word reaches at each call
+  auto one = [&] {
+    ++calls;
+    shoal::signal_op_on_stream(ctx.world, word, 1, shoal::sig_op::add, next, ctx.stream);
+    shoal::signal_wait_until_on_stream(ctx.world, word, shoal::cmp::ge, calls, ctx.stream);
+  };
+  measurement m = time_calls_on_stream(ctx, one);
+  note_gpu_times(ctx, m, one, false);  // a replayed graph would wait for counts its first replay passed
+  ctx.barrier();
+  std::uint64_t got = 0;
+  SHOAL_PERF_CUDA(cudaMemcpy(&got, word, sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  m.check = ctx.sum_over_pes(got == calls ? 0 : 1) == 0 ? check_result::ok : check_result::failed;
+  m.note += "; values checked by the waits and the final count";
   return m;
 }
 

@@ -131,14 +131,27 @@ row barrier_row(bool on_stream, const measurement& m) {
 }
 
 namespace {
-// signal_op_on_stream's add is a one-thread kernel on the stream.
-row signal_add_row(const measurement& m) {
-  row r = base_row("signal_op_on_stream", "stream", "kernel", "latency", m);
-  r.what = "per call (sig_op::add), each PE into the next";
+// The stream operations: a signal add is a one-thread kernel on the stream, a set a stream write (a kernel
+// when captured in a graph, as in the note's graph replay figure), a wait (cmp::ge) a stream wait.
+row signal_op_row(shoal::sig_op op, const measurement& m) {
+  const bool add = op == shoal::sig_op::add;
+  row r = base_row("signal_op_on_stream", "stream", add ? "kernel" : "stream_write", "latency", m);
+  r.what = add ? "per call (sig_op::add), each PE into the next"
+               : "per call (sig_op::set), each PE into the next; captured: a kernel";
   r.bytes = 8;
   r.from_pe = r.to_pe = -1;
-  r.ctas = 1;
-  r.threads = 1;
+  if (add) {
+    r.ctas = 1;
+    r.threads = 1;
+  }
+  return r;
+}
+
+row signal_wait_row(const measurement& m) {
+  row r = base_row("signal_wait_until_on_stream", "stream", "stream_wait", "latency", m);
+  r.what = "per call: an add into the next PE, then a wait (cmp::ge) for the previous PE's";
+  r.bytes = 8;
+  r.from_pe = r.to_pe = -1;
   return r;
 }
 
@@ -237,7 +250,9 @@ void run_p2p(context& ctx) {
   out.add(measured_fetch_add_row(ctx));
   out.add(measured_barrier_row(ctx, true));
   out.add(measured_barrier_row(ctx, false));
-  out.add(signal_add_row(measure_signal_add_on_stream(ctx)));
+  out.add(signal_op_row(shoal::sig_op::add, measure_signal_op_on_stream(ctx, shoal::sig_op::add)));
+  out.add(signal_op_row(shoal::sig_op::set, measure_signal_op_on_stream(ctx, shoal::sig_op::set)));
+  out.add(signal_wait_row(measure_signal_wait_on_stream(ctx)));
 }
 
 }  // namespace shoal::perf
