@@ -1,12 +1,50 @@
 // Host-initiated put/get/p/g and the stream-ordered forms: put/get/put_signal/signal_op/waits/barrier
 // on a stream, and captured CUDA graphs of them replayed many times with fresh data each time.
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
 namespace shoal::gpu_test {
 namespace {
+
+void cuda_or_throw(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(status));
+}
+
+// What the put-and-signal tests share: a symmetric inbox of `n` bytes and `words` signal words (zero), a
+// device source and a device copy of `n` bytes, and a stream, all freed at scope exit (collectively: every
+// PE runs the same tests). A failed allocation throws, which fails the test.
+struct signal_buffers {
+  signal_buffers(shoal::world& world, std::size_t bytes, std::size_t words)
+      : w(world),
+        n(bytes),
+        inbox(static_cast<std::uint8_t*>(w.malloc(n))),
+        sig(static_cast<std::uint64_t*>(w.calloc(words, sizeof(std::uint64_t)))) {
+    cuda_or_throw(cudaMalloc(&src, n), "cudaMalloc");
+    cuda_or_throw(cudaMalloc(&copy, n), "cudaMalloc");
+    cuda_or_throw(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  ~signal_buffers() {
+    cudaStreamDestroy(s);
+    cudaFree(src);
+    cudaFree(copy);
+    w.free(sig);
+    w.free(inbox);
+  }
+  signal_buffers(const signal_buffers&) = delete;
+  signal_buffers& operator=(const signal_buffers&) = delete;
+
+  shoal::world& w;
+  const std::size_t n;
+  std::uint8_t* const inbox;
+  std::uint64_t* const sig;
+  std::uint8_t* src = nullptr;
+  std::uint8_t* copy = nullptr;
+  cudaStream_t s = nullptr;
+};
 
 TEST(Host, PutGetBlocking) {
   SHOAL_REQUIRE_WORLD(1);
@@ -31,14 +69,11 @@ TEST(Host, PutGetBlocking) {
 TEST(Stream, PutSignalAndWaitOnStream) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
-  const std::size_t n = (1u << 20) + 3;
-  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
-  auto* sig = static_cast<std::uint64_t*>(w.calloc(4, sizeof(std::uint64_t)));
-  std::uint8_t *src = nullptr, *copy = nullptr;
-  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&copy, n), cudaSuccess);
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  signal_buffers b(w, (1u << 20) + 3, 2);
+  const std::size_t n = b.n;
+  std::uint8_t *inbox = b.inbox, *src = b.src, *copy = b.copy;
+  std::uint64_t* sig = b.sig;
+  cudaStream_t s = b.s;
   barrier_all(w);
   for (int round = 1; round <= 4; ++round) {
     auto data = random_bytes(round * 100 + w.pe(), n);
@@ -67,11 +102,6 @@ TEST(Stream, PutSignalAndWaitOnStream) {
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(first_mismatch(download(copy, n), random_bytes(4 * 100 + w.pe(), n)), -1);
   barrier_all(w);
-  cudaStreamDestroy(s);
-  cudaFree(src);
-  cudaFree(copy);
-  w.free(sig);
-  w.free(inbox);
 }
 
 // A graph of {put to the next PE, barrier} replayed with fresh source data each time: the captured
@@ -113,15 +143,12 @@ TEST(Stream, CapturedGraphReplaysManyTimes) {
 TEST(Stream, CapturedPutSignalSetOrdersItsData) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
-  const std::size_t n = 256 * 1024 + 5;
   constexpr std::uint64_t kSignal = 0x5EED0000CAFEull;
-  auto* inbox = static_cast<std::uint8_t*>(w.malloc(n));
-  auto* sig = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
-  std::uint8_t *src = nullptr, *copy = nullptr;
-  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&copy, n), cudaSuccess);
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  signal_buffers b(w, 256 * 1024 + 5, 1);
+  const std::size_t n = b.n;
+  std::uint8_t *inbox = b.inbox, *src = b.src, *copy = b.copy;
+  std::uint64_t* sig = b.sig;
+  cudaStream_t s = b.s;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
@@ -143,11 +170,6 @@ TEST(Stream, CapturedPutSignalSetOrdersItsData) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
-  cudaFree(src);
-  cudaFree(copy);
-  w.free(sig);
-  w.free(inbox);
 }
 
 }  // namespace
