@@ -49,8 +49,9 @@ bool capturing(cudaStream_t stream) {
 // Signal update in stream order, after everything before it on the stream. A set is a stream write when
 // called directly: the host enqueues one in ~1.3 µs where a kernel takes ~3.8, and queued ahead of the GPU
 // it is 0.3 µs cheaper too. Captured in a graph, a stream write costs 2.4 µs per replay and the kernel 0.9,
-// so there a set is the kernel (perf notes 72). A stream write carries a memory barrier by default, so the
-// data of an earlier copy is visible before the new value.
+// so there a set is the kernel (perf notes 72; asking whether the stream is capturing cost a direct set
+// ~0.07 µs of the host's time). A stream write carries a memory barrier by default, so the data of an
+// earlier copy is visible before the new value.
 void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, sig_op op, cudaStream_t stream,
                     const char* call) {
   const bool overlap = w.internals().cfg.coll_pdl;

@@ -212,11 +212,29 @@ measurement measure_fetch_add(context& ctx) {
   });
 }
 
+namespace {
+// Appends to m's note what the GPU takes for `one()` apart from the host: queued ahead of it and, when
+// `graph` is set, the calls of a batch captured in one graph and replayed.
+void note_gpu_times(context& ctx, measurement& m, const std::function<void()>& one, bool graph) {
+  m.note += "; " + describe(time_queued_calls(ctx, std::min(static_cast<int>(m.ops), kQueuedCalls), one, one));
+  if (!graph) return;
+  const coll_graph captured(ctx, m.ops, [&](std::int64_t) { one(); });
+  if (!captured.ok()) {
+    m.note += "; graph capture failed: " + captured.error();
+    return;
+  }
+  const std::vector<double> ms = time_batches(ctx, [&](int) { captured.launch(ctx.stream); });
+  char text[64];
+  std::snprintf(text, sizeof text, "; graph replay %.2f us per call",
+                summarize(per_op_us(ctx.max_over_pes(ms), m.ops)).median_us);
+  m.note += text;
+}
+}  // namespace
+
 measurement measure_barrier_on_stream(context& ctx) {
   auto one = [&] { shoal::barrier_all_on_stream(ctx.world, ctx.stream); };
   measurement m = time_calls_on_stream(ctx, one);
-  const int calls = static_cast<int>(m.ops);
-  m.note += "; " + describe(time_queued_calls(ctx, std::min(calls, kQueuedCalls), one, one));
+  note_gpu_times(ctx, m, one, false);
   return m;
 }
 
@@ -248,22 +266,6 @@ check_result check_signal_ops(context& ctx, std::uint64_t* word, shoal::sig_op o
   return ctx.sum_over_pes(got == want ? 0 : 1) == 0 ? check_result::ok : check_result::failed;
 }
 
-// Appends to m's note what the GPU takes for `one()` apart from the host: queued ahead of it and, when
-// `graph` is set, the calls of a batch captured in one graph and replayed.
-void note_gpu_times(context& ctx, measurement& m, const std::function<void()>& one, bool graph) {
-  m.note += "; " + describe(time_queued_calls(ctx, std::min(static_cast<int>(m.ops), kQueuedCalls), one, one));
-  if (!graph) return;
-  const coll_graph captured(ctx, m.ops, [&](std::int64_t) { one(); });
-  if (!captured.ok()) {
-    m.note += "; graph capture failed: " + captured.error();
-    return;
-  }
-  const std::vector<double> ms = time_batches(ctx, [&](int) { captured.launch(ctx.stream); });
-  char text[64];
-  std::snprintf(text, sizeof text, "; graph replay %.2f us per call",
-                summarize(per_op_us(ctx.max_over_pes(ms), m.ops)).median_us);
-  m.note += text;
-}
 }  // namespace
 
 measurement measure_signal_op_on_stream(context& ctx, shoal::sig_op op) {
