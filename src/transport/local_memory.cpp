@@ -74,7 +74,8 @@ host_local_memory::host_local_memory(void* base, std::uint64_t bytes, const host
     : base_(static_cast<std::byte*>(base)),
       bytes_(bytes),
       deferred_flushes_(knobs.deferred_flushes),
-      before_flush_begin_(knobs.before_flush_begin) {
+      before_flush_begin_(knobs.before_flush_begin),
+      flushes_held_(knobs.flushes_held) {
   if (base == nullptr && bytes != 0) throw error(errc::invalid_argument, "host_local_memory", "null heap base");
   if (reinterpret_cast<std::uintptr_t>(base) % 8 != 0)
     throw error(errc::invalid_argument, "host_local_memory", "heap base not 8-byte aligned");

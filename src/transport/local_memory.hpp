@@ -104,13 +104,15 @@ class local_memory {
 // Test knobs: with `slots` it lends that many payload buffers of `slot_bytes` (copies to and from them are
 // plain copies as well); with `deferred_flushes` a flush begun completes only at every third
 // flushed() call, as a GPU stream's would complete later; `before_flush_begin` runs at the start of every
-// flush_begin() (a test blocks in it as a CUDA call can). How the CPU tests drive the engine's lent-buffer,
-// flush-batch and watchdog paths.
+// flush_begin() (a test blocks in it as a CUDA call can); while `flushes_held` returns true no flush
+// completes (a test holds them as a GPU stream that cannot start would). How the CPU tests drive the
+// engine's lent-buffer, flush-batch and watchdog paths.
 struct host_memory_knobs {
   std::size_t slots = 0;
   std::size_t slot_bytes = 0;
   bool deferred_flushes = false;
   std::function<void()> before_flush_begin;
+  std::function<bool()> flushes_held;
 };
 
 class host_local_memory final : public local_memory {
@@ -128,6 +130,7 @@ class host_local_memory final : public local_memory {
     return ++issued_;
   }
   bool flushed(std::uint64_t ticket) override {
+    if (flushes_held_ && flushes_held_()) return completed_ >= ticket;
     if (!deferred_flushes_ || ++polls_ % 3 == 0) completed_ = issued_;
     return completed_ >= ticket;
   }
@@ -156,6 +159,7 @@ class host_local_memory final : public local_memory {
   std::size_t lends_ = 0;
   bool deferred_flushes_ = false;
   std::function<void()> before_flush_begin_;
+  std::function<bool()> flushes_held_;
   std::uint64_t issued_ = 0, completed_ = 0, polls_ = 0;  // flush tickets
 };
 

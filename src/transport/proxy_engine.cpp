@@ -101,12 +101,16 @@ void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
 
 std::optional<proxy_stall> proxy_engine_core::stall(proxy_clock::time_point now,
                                                     std::chrono::milliseconds at_least) const {
-  const char* step = step_.load(std::memory_order_acquire);
-  if (step == nullptr) return std::nullopt;
-  const proxy_clock::duration ran =
-      now - proxy_clock::time_point(proxy_clock::duration(pass_began_.load(std::memory_order_relaxed)));
-  if (ran < at_least) return std::nullopt;
-  return proxy_stall{.seconds = std::chrono::duration<double>(ran).count(), .step = step};
+  auto since = [&](proxy_clock::rep began) { return now - proxy_clock::time_point(proxy_clock::duration(began)); };
+  if (const char* step = step_.load(std::memory_order_acquire); step != nullptr) {
+    const proxy_clock::duration ran = since(pass_began_.load(std::memory_order_relaxed));
+    if (ran >= at_least) return proxy_stall{.seconds = std::chrono::duration<double>(ran).count(), .step = step};
+  }
+  const proxy_clock::rep flush_began = flush_began_.load(std::memory_order_relaxed);
+  if (flush_began == 0 || since(flush_began) < at_least) return std::nullopt;
+  return proxy_stall{.seconds = std::chrono::duration<double>(since(flush_began)).count(),
+                     .step = "waiting for a flush of its copies to complete",
+                     .flush = true};
 }
 
 void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t> request, const std::string& detail) {
@@ -117,7 +121,9 @@ void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t>
       if (request) what += fmt::format(" (request {})", *request);
       failure_.emplace(category, fmt::format("proxy engine of PE {}", pe_), what);
       // Said now: the PE's next call reports it too, but a PE that only serves its peers may make none.
+      // What was in flight tells a stall (a kernel that timed out waiting for the proxy) from a fault.
       SHOAL_LOG_ERROR(proxy, "{}", failure_->what());
+      SHOAL_LOG_ERROR(proxy, "in flight at the failure: {}", in_flight());
     }
   }
   if (pe >= 0 && static_cast<std::size_t>(pe) < peers_.size() && category == errc::peer_failure) {
@@ -126,6 +132,65 @@ void proxy_engine_core::fail(errc category, int pe, std::optional<std::uint64_t>
   }
   failed_.store(true, std::memory_order_release);
   consumer_.stop();  // producers waiting on the ring return consumer_stopped and then call check()
+}
+
+namespace {
+const char* op_name(proxy_op op) {
+  switch (op) {
+    case proxy_op::put:
+      return "put";
+    case proxy_op::get:
+      return "get";
+    case proxy_op::put_signal:
+      return "put_signal";
+    case proxy_op::signal:
+      return "signal";
+    case proxy_op::atomic:
+      return "atomic";
+    case proxy_op::fence:
+      return "fence";
+    case proxy_op::quiet:
+      return "quiet";
+  }
+  return "?";
+}
+}  // namespace
+
+bool proxy_engine_core::awaits_flush(std::uint64_t sequence) const {
+  auto in = [&](const std::vector<std::uint64_t>& v) { return std::find(v.begin(), v.end(), sequence) != v.end(); };
+  return in(finished_) ||
+         std::any_of(flushing_.begin(), flushing_.end(), [&](const proxy_batch& b) { return in(b.finished); });
+}
+
+std::string proxy_engine_core::in_flight() const {
+  auto seconds_since = [&](proxy_clock::time_point t) {
+    return std::chrono::duration<double>(proxy_clock::now() - t).count();
+  };
+  const std::uint64_t oldest = consumer_.completed();
+  std::string s = fmt::format("requests consumed and not complete: {}", consumer_.consumed() - oldest);
+  if (oldest != consumer_.consumed()) {
+    const proxy_pending& p = requests_[oldest & (requests_.size() - 1)];
+    if (p.active && p.request.sequence == oldest)
+      s += fmt::format(" (the oldest, request {}: {} to PE {}, {} bytes, {} of {} replies in)", oldest,
+                       op_name(p.request.op), p.request.pe, p.request.size, p.replies, p.replies_expected);
+    else if (!quiets_.empty() && quiets_.front() == oldest)
+      s += fmt::format(" (the oldest, request {}, is a quiet)", oldest);
+    else if (awaits_flush(oldest))
+      s += fmt::format(" (the oldest, request {}, waits for a flush)", oldest);
+    else
+      s += fmt::format(" (the oldest, request {}, was not carried out)", oldest);
+  }
+  for (std::size_t pe = 0; pe < peers_.size(); ++pe) {
+    const proxy_peer& peer = peers_[pe];
+    if (peer.queue.empty() && peer.awaiting == 0) continue;
+    s += fmt::format("; PE {}: {} sends queued, {} bytes in flight, {} replies owed, last heard {:.1f} s ago{}", pe,
+                     peer.queue.size(), peer.window_bytes, peer.awaiting, seconds_since(peer.last_heard),
+                     peer.dead ? " (dead)" : "");
+  }
+  if (!flushing_.empty())
+    s += fmt::format("; {} flushes outstanding, the oldest begun {:.1f} s ago", flushing_.size(),
+                     seconds_since(flushing_.front().began));
+  return s;
 }
 
 void proxy_engine_core::check() const {
@@ -292,6 +357,7 @@ bool proxy_engine_core::settle() {
   if (any) {
     proxy_batch& b = flushing_.emplace_back();
     b.ticket = memory_.flush_begin();
+    b.began = now_;
     SHOAL_LOG_TRACE(proxy, "flush {} begun: {} messages, {} requests finished", b.ticket, staged_.size(),
                     finished_.size());
     b.staged.swap(staged_);
@@ -303,6 +369,8 @@ bool proxy_engine_core::settle() {
     release(flushing_.front());
     flushing_.pop_front();
   }
+  flush_began_.store(flushing_.empty() ? 0 : flushing_.front().began.time_since_epoch().count(),
+                     std::memory_order_relaxed);
   bool quiets = false;
   while (!quiets_.empty() && consumer_.completed() == quiets_.front()) {
     const proxy_status s = consumer_.complete(quiets_.front());
@@ -389,7 +457,8 @@ void proxy_engine::halt() noexcept {
   core_->stop_ring();  // the thread is gone: the ring's consumer is ours now
 }
 
-// Looks at the proxy thread a few times per stall_warning and warns once per pass that outlasts it.
+// Looks at the proxy a few times per stall_warning and warns once per stall (a pass of its thread, or a
+// flush) that outlasts it.
 void proxy_engine::watch() {
   const auto period = std::clamp(stall_warning_ / 4, std::chrono::milliseconds(5), std::chrono::milliseconds(1000));
   std::unique_lock lock(watch_mutex_);
@@ -398,8 +467,20 @@ void proxy_engine::watch() {
     const std::optional<proxy_stall> s = stall(stall_warning_);
     if (!s) {
       reported = 0;
-    } else if (reported == 0 || s->seconds < reported) {
-      reported = s->seconds;
+      continue;
+    }
+    if (reported != 0 && s->seconds >= reported) continue;  // the same stall, warned about already
+    reported = s->seconds;
+    if (s->flush) {
+      SHOAL_LOG_WARN(proxy,
+                     "the proxy's CUDA stream has not finished copies it was given {:.1f} s ago, and every request of "
+                     "this PE that needs them waits. Two known causes, while a kernel waits on the proxy: waiting "
+                     "work at the head of every hardware work queue of the process, so the proxy's stream cannot "
+                     "start (too few queues: CUDA_DEVICE_MAX_CONNECTIONS, 2 under MPS), or the PE's kernels holding "
+                     "every SM, so the proxy's one-thread atomic and signal kernels cannot start. See "
+                     "docs/proxy-design.md, \"Hardware work queues\"",
+                     s->seconds);
+    } else {
       SHOAL_LOG_WARN(proxy,
                      "the proxy thread has been {} for {:.1f} s: a CUDA or network call is not returning, and every "
                      "request of this PE waits for it. Two known causes, while a kernel waits on the proxy: another "

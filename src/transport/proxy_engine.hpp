@@ -44,14 +44,19 @@ struct proxy_engine_options {
   std::chrono::milliseconds probe_interval{100};
   // When one pass of the proxy thread's loop has run this long, a watchdog thread logs a warning naming
   // the step it is in: a CUDA or network call that does not return stalls every request of the PE, and
-  // the kernels waiting on them only time out (SHOAL_WAIT_TIMEOUT) without saying why. 0: no watchdog.
+  // the kernels waiting on them only time out (SHOAL_WAIT_TIMEOUT) without saying why. It warns too when
+  // a flush has not completed this long after it began (the thread goes on, but nothing that waits for
+  // the flush does). 0: no watchdog.
   std::chrono::milliseconds stall_warning{5000};
 };
 
-// A pass of the proxy thread that has not ended: how long it has run and the step it is in.
+// What holds the proxy up: a pass of its thread that has not ended (how long it has run and the step it
+// is in), or, with the thread still running, a flush of its local memory (its CUDA stream) that has not
+// completed `seconds` after it began (`flush`).
 struct proxy_stall {
   double seconds = 0;
   const char* step = "";
+  bool flush = false;
 };
 
 // Counters for tests and diagnostics (read while running: each is exact, the set is not a snapshot).
@@ -91,8 +96,8 @@ class proxy_engine {
   void check() const;
   bool failed() const noexcept;
   proxy_engine_counters counters() const noexcept;
-  // The current pass of the proxy thread, when it has run for at least `at_least`; nullopt while the
-  // thread is idle or its passes are short.
+  // The current pass of the proxy thread, when it has run for at least `at_least`; else the oldest flush
+  // not completed, when it began at least `at_least` ago; nullopt while neither holds.
   std::optional<proxy_stall> stall(std::chrono::milliseconds at_least) const;
 
  private:

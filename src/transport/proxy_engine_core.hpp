@@ -79,6 +79,7 @@ struct proxy_borrowed {
 // its lent payloads go back, its messages are sent and its requests complete, in that order.
 struct proxy_batch {
   std::uint64_t ticket = 0;
+  proxy_clock::time_point began{};
   std::vector<std::unique_ptr<proxy_outgoing>> staged;
   std::vector<std::uint64_t> finished;
   std::vector<std::byte*> lent;
@@ -105,6 +106,10 @@ class proxy_engine_core {
   // First failure wins. `pe` is the peer involved (or -1), `request` the ticket (if any).
   void fail(errc category, int pe, std::optional<std::uint64_t> request, const std::string& detail);
   void check() const;
+  // What is in flight, in words: the requests consumed and not complete (the oldest named), what each peer
+  // owes or is owed, the flushes outstanding. Proxy thread only; fail() logs it with the first failure.
+  std::string in_flight() const;
+  bool awaits_flush(std::uint64_t sequence) const;  // complete once a flush ends (finished_ or a batch's)
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   proxy_engine_counters counters() const noexcept;
   // The pass in progress, if it has run for at least `at_least` (read by the watchdog thread).
@@ -159,6 +164,8 @@ class proxy_engine_core {
   std::atomic<proxy_clock::rep> pass_began_{0};
   std::atomic<const char*> step_{nullptr};
   void enter(const char* step) { step_.store(step, std::memory_order_release); }
+  // When the oldest flush not yet seen complete began (flushing_.front()); 0 when none is outstanding.
+  std::atomic<proxy_clock::rep> flush_began_{0};
   proxy_clock::time_point next_probe_{};
 
   mutable std::mutex failure_mutex_;

@@ -56,6 +56,7 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAPassThatDoesNotEnd) {
   ASSERT_TRUE(eventually([&] { return job[0].engine->stall(50ms).has_value(); }));
   const proxy_stall s = *job[0].engine->stall(50ms);
   EXPECT_STREQ(s.step, "flushing its copies");
+  EXPECT_FALSE(s.flush);
   EXPECT_GE(s.seconds, 0.05);
   EXPECT_FALSE(job[1].engine->stall(50ms).has_value()) << "PE 1 had nothing to do: its thread is idle";
   std::this_thread::sleep_for(300ms);  // many watchdog periods of the same stall
@@ -63,6 +64,32 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAPassThatDoesNotEnd) {
   EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
   const std::string log = testing::internal::GetCapturedStderr();
   const std::string warning = "the proxy thread has been flushing its copies for";
+  const std::size_t first = log.find(warning);
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
+  EXPECT_EQ(std::memcmp(job[1].base() + 64, job[0].base(), 100), 0) << "the put did not land";
+  job.stop_all();
+}
+
+// A flush that does not complete (as a CUDA stream that cannot start, while the thread goes on) is named
+// by the watchdog too, once for the whole stall, and the request completes once the flush does.
+TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAFlushThatDoesNotComplete) {
+  std::atomic<bool> held{true};
+  engine_job job({.engine = {.stall_warning = 50ms}, .flushes_held = [&] { return held.load(); }, .seed = 7});
+  job.start();
+  testing::internal::CaptureStderr();
+  const proxy_request r{.op = proxy_op::put, .pe = 1, .remote_offset = 64, .local = 0, .size = 100};
+  ASSERT_EQ(proxy_host_post(job[0].ring, r, kPatience).status, proxy_status::ok);
+  ASSERT_TRUE(eventually([&] { return job[0].engine->stall(50ms).has_value(); }));
+  const proxy_stall s = *job[0].engine->stall(50ms);
+  EXPECT_TRUE(s.flush);
+  EXPECT_GE(s.seconds, 0.05);
+  std::this_thread::sleep_for(300ms);  // many watchdog periods, and a probe's ping in a later flush
+  EXPECT_GE(job[0].engine->stall(50ms).value_or(proxy_stall{}).seconds, 0.3) << "the oldest flush is the one timed";
+  held = false;
+  EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string warning = "the proxy's CUDA stream has not finished copies it was given";
   const std::size_t first = log.find(warning);
   EXPECT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
@@ -122,6 +149,7 @@ TEST(ProxyEngineFaults, PeerThatDiesOwingRepliesIsFoundByTheProbe) {
   ASSERT_EQ(posted.status, proxy_status::ok);
   // Once the request went out (the send succeeded), PE 1 dies with the reply owed.
   ASSERT_TRUE(eventually([&] { return job[0].engine->counters().messages_sent >= 1; }));
+  testing::internal::CaptureStderr();
   job.fabric.kill(1);
   EXPECT_EQ(proxy_wait_complete(job[0].ring, posted.sequence, proxy_host_deadline::after(kPatience)),
             proxy_status::consumer_stopped);
@@ -129,6 +157,14 @@ TEST(ProxyEngineFaults, PeerThatDiesOwingRepliesIsFoundByTheProbe) {
   const error e = failure_of(*job[0].engine);
   EXPECT_EQ(e.category(), errc::peer_failure);
   EXPECT_NE(std::string(e.what()).find("PE 1 failed: a ping"), std::string::npos) << e.what();
+  // The log says what was in flight when it failed: the get, and what PE 1 owes.
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("in flight at the failure: requests consumed and not complete: 1 (the oldest, request " +
+                     std::to_string(posted.sequence) +
+                     ": get to PE 1, 100 bytes, 0 of 1 replies in); PE 1: 0 sends "
+                     "queued, 100 bytes in flight, 1 replies owed"),
+            std::string::npos)
+      << log;
 }
 
 TEST(ProxyEngineFaults, MessageThatDoesNotDecodeIsReportedNamingItsSender) {

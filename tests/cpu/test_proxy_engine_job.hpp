@@ -40,6 +40,7 @@ struct job_options {
   bool deferred_flushes = false;  // each PE's memory completes flushes late (host_memory_knobs)
   bool windows = false;           // the lent buffers live in network payload windows (open_payload_windows)
   std::function<void()> before_flush_begin;  // runs in every PE's memory at each flush_begin (host_memory_knobs)
+  std::function<bool()> flushes_held;        // while true, no PE's flush completes (host_memory_knobs)
   std::uint64_t seed = 1;
 };
 
@@ -74,12 +75,12 @@ inline std::unique_ptr<job_pe> make_job_pe(const job_options& o, std::mt19937_64
   pe->ring_storage.resize((o.ring.shared_bytes() + 63) / 64);
   pe->ring = o.ring.carve(pe->ring_storage.data(), &pe->head);
   proxy_ring_initialize(pe->ring, o.first_sequence);
-  pe->memory = std::make_unique<host_local_memory>(
-      pe->base(), o.heap_bytes,
-      host_memory_knobs{.slots = o.lend_slots,
-                        .slot_bytes = o.engine.chunk_bytes,
-                        .deferred_flushes = o.deferred_flushes,
-                        .before_flush_begin = o.before_flush_begin});
+  pe->memory = std::make_unique<host_local_memory>(pe->base(), o.heap_bytes,
+                                                   host_memory_knobs{.slots = o.lend_slots,
+                                                                     .slot_bytes = o.engine.chunk_bytes,
+                                                                     .deferred_flushes = o.deferred_flushes,
+                                                                     .before_flush_begin = o.before_flush_begin,
+                                                                     .flushes_held = o.flushes_held});
   return pe;
 }
 
