@@ -44,8 +44,11 @@ __device__ inline proxy_device_deadline proxy_deadline(const device_handle& h) {
   printf("shoal: PE %d: %s to PE %d through the proxy failed: %s\n", h.pe, call, pe, why);
   __trap();
 }
+__device__ inline const char* proxy_failure(proxy_status s) {
+  return s == proxy_status::aborted ? "no completion within SHOAL_WAIT_TIMEOUT" : to_string(s);
+}
 [[noreturn]] __device__ inline void proxy_trap(const device_handle& h, const char* call, int pe, proxy_status s) {
-  proxy_trap(h, call, pe, s == proxy_status::aborted ? "no completion within SHOAL_WAIT_TIMEOUT" : to_string(s));
+  proxy_trap(h, call, pe, proxy_failure(s));
 }
 
 // The channel for a call to unreachable `pe`; traps when this PE has no proxy (every PE was thought to
@@ -117,7 +120,13 @@ __device__ inline void proxy_quiet(const device_handle& h) {
   const std::uint64_t issued = proxy_issued(ring);
   if (proxy_complete_before(ring, issued)) return;
   const proxy_status s = proxy_wait_complete_before(ring, issued, proxy_deadline(h));
-  if (s != proxy_status::ok) proxy_trap(h, "quiet", kProxyAllPes, s);
+  if (s == proxy_status::ok) return;
+  // The tickets let the report be matched with the proxy's own ("in flight at the failure", in its log).
+  printf("shoal: PE %d: quiet through the proxy failed: %s (it waited for every request before %llu; those "
+         "before %llu are complete)\n",
+         h.pe, proxy_failure(s), static_cast<unsigned long long>(issued),
+         static_cast<unsigned long long>(proxy_atomic::load_acquire(ring.control->completed)));
+  __trap();
 }
 
 // ---- puts, gets, signals: posted by one thread ----
