@@ -49,7 +49,9 @@ class world {
   // ---- symmetric heap. Every call below is collective over all PEs, in the same order with the same
   // arguments everywhere (checked: a mismatch throws shoal::error on every PE and changes nothing).
   // Allocation returns the same offset on every PE; size 0 returns nullptr. The heap grows by mapping
-  // more chunks when an allocation does not fit; device handles taken earlier stay valid.
+  // more chunks when an allocation does not fit; device handles taken earlier stay valid, and no PE
+  // returns from a call that grew the heap before every PE has mapped the new memory, so it may be a
+  // target at once.
 
   void* malloc(std::size_t bytes);                        // 256-byte aligned
   void* calloc(std::size_t count, std::size_t size);      // zeroed on every PE before any PE returns
