@@ -163,7 +163,7 @@ bool proxy_engine_core::awaits_flush(std::uint64_t sequence) const {
 }
 
 std::string proxy_engine_core::in_flight() const {
-  auto seconds_since = [&](proxy_clock::time_point t) {
+  auto seconds_since = [](proxy_clock::time_point t) {
     return std::chrono::duration<double>(proxy_clock::now() - t).count();
   };
   const std::uint64_t oldest = consumer_.completed();
