@@ -39,6 +39,20 @@ error failure_of(proxy_engine& engine) {
   return error(errc::internal, "", "none");
 }
 
+// The put the watchdog tests hold up: PE 0's first 100 heap bytes to PE 1's offset 64.
+constexpr proxy_request kHeldPut{.op = proxy_op::put, .pe = 1, .remote_offset = 64, .local = 0, .size = 100};
+
+// Once the hold is off (stderr captured since before the put): the put completes and landed, and the
+// watchdog logged `warning` exactly once for the whole stall.
+void expect_landed_after_one_warning(engine_job& job, const std::string& warning) {
+  EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::size_t first = log.find(warning);
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
+  EXPECT_EQ(std::memcmp(job[1].base() + 64, job[0].base(), 100), 0) << "the put did not land";
+}
+
 // A proxy thread stuck in one call (here PE 0's flush, as a CUDA call held up by another thread of the
 // process can be) is named by the watchdog: stall() reports the step, the warning is logged once for the
 // whole stall, and the request completes when the call returns.
@@ -52,8 +66,7 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAPassThatDoesNotEnd) {
                   .seed = 5});
   job.start();
   testing::internal::CaptureStderr();
-  const proxy_request r{.op = proxy_op::put, .pe = 1, .remote_offset = 64, .local = 0, .size = 100};
-  ASSERT_EQ(proxy_host_post(job[0].ring, r, kPatience).status, proxy_status::ok);
+  ASSERT_EQ(proxy_host_post(job[0].ring, kHeldPut, kPatience).status, proxy_status::ok);
   ASSERT_TRUE(eventually([&] { return job[0].engine->stall(50ms).has_value(); }));
   const proxy_stall s = *job[0].engine->stall(50ms);
   EXPECT_STREQ(s.step, "flushing its copies");
@@ -62,13 +75,7 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAPassThatDoesNotEnd) {
   EXPECT_FALSE(job[1].engine->stall(50ms).has_value()) << "PE 1 had nothing to do: its thread is idle";
   std::this_thread::sleep_for(300ms);  // many watchdog periods of the same stall
   hold = false;
-  EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
-  const std::string log = testing::internal::GetCapturedStderr();
-  const std::string warning = "the proxy thread has been flushing its copies for";
-  const std::size_t first = log.find(warning);
-  EXPECT_NE(first, std::string::npos) << log;
-  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
-  EXPECT_EQ(std::memcmp(job[1].base() + 64, job[0].base(), 100), 0) << "the put did not land";
+  expect_landed_after_one_warning(job, "the proxy thread has been flushing its copies for");
   job.stop_all();
 }
 
@@ -79,8 +86,7 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAFlushThatDoesNotComplete) {
   engine_job job({.engine = {.stall_warning = 50ms}, .flushes_held = [&] { return held.load(); }, .seed = 7});
   job.start();
   testing::internal::CaptureStderr();
-  const proxy_request r{.op = proxy_op::put, .pe = 1, .remote_offset = 64, .local = 0, .size = 100};
-  ASSERT_EQ(proxy_host_post(job[0].ring, r, kPatience).status, proxy_status::ok);
+  ASSERT_EQ(proxy_host_post(job[0].ring, kHeldPut, kPatience).status, proxy_status::ok);
   ASSERT_TRUE(eventually([&] {
     const std::optional<proxy_stall> s = job[0].engine->stall(50ms);
     return s && s->flush;
@@ -91,13 +97,7 @@ TEST(ProxyEngineFaults, WatchdogWarnsOnceOfAFlushThatDoesNotComplete) {
   EXPECT_TRUE(s->flush);
   EXPECT_GE(s->seconds, 0.35) << "the oldest flush is the one timed";
   held = false;
-  EXPECT_EQ(proxy_host_quiet(job[0].ring, kPatience), proxy_status::ok);
-  const std::string log = testing::internal::GetCapturedStderr();
-  const std::string warning = "the proxy's CUDA stream has not finished copies it was given";
-  const std::size_t first = log.find(warning);
-  EXPECT_NE(first, std::string::npos) << log;
-  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << log;
-  EXPECT_EQ(std::memcmp(job[1].base() + 64, job[0].base(), 100), 0) << "the put did not land";
+  expect_landed_after_one_warning(job, "the proxy's CUDA stream has not finished copies it was given");
   job.stop_all();
 }
 
