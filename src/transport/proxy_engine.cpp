@@ -107,8 +107,10 @@ std::optional<proxy_stall> proxy_engine_core::stall(proxy_clock::time_point now,
     if (ran >= at_least) return proxy_stall{.seconds = std::chrono::duration<double>(ran).count(), .step = step};
   }
   const proxy_clock::rep flush_began = flush_began_.load(std::memory_order_relaxed);
-  if (flush_began == 0 || since(flush_began) < at_least) return std::nullopt;
-  return proxy_stall{.seconds = std::chrono::duration<double>(since(flush_began)).count(),
+  if (flush_began == 0) return std::nullopt;
+  const proxy_clock::duration waited = since(flush_began);
+  if (waited < at_least) return std::nullopt;
+  return proxy_stall{.seconds = std::chrono::duration<double>(waited).count(),
                      .step = "waiting for a flush of its copies to complete",
                      .flush = true};
 }
