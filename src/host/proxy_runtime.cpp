@@ -25,7 +25,8 @@ static_assert(kRingLayout.valid() && kRingLayout.result_slots % 32 == 0);
 constexpr payload_buffers kPayloadBuffers{.count = 32, .bytes = kProxyChunkBytes};
 }  // namespace
 
-proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, int device)
+proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, std::uint64_t heap_mapped,
+                             int device)
     : boot_(boot) {
   net_ = make_ucx_network(boot);
   memory_ = make_cuda_local_memory(heap_base, heap_bytes, device, kPayloadBuffers);
@@ -53,6 +54,7 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
       .lend_min_bytes = std::max<std::uint64_t>(process_config().proxy_lend_min_bytes, 1),
       .stall_warning = stall_warning};
   engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits, options);
+  engine_->heap_mapped(heap_mapped);
   boot.barrier();  // every engine's handlers are installed before any PE's engine sends
   engine_->start();
   SHOAL_LOG_INFO(base, "proxy started: {}", describe());
@@ -100,6 +102,10 @@ proxy_runtime::~proxy_runtime() {
   if (owners_) SHOAL_CUDA_LOG(cudaFree(owners_));
   if (head_) SHOAL_CUDA_LOG(cudaFree(head_));
   if (shared_) SHOAL_CUDA_LOG(cudaFreeHost(shared_));
+}
+
+void proxy_runtime::heap_grew(std::uint64_t bytes) noexcept {
+  if (engine_) engine_->heap_mapped(bytes);
 }
 
 void proxy_runtime::check() const {

@@ -20,9 +20,9 @@ class proxy_engine;
 
 class proxy_runtime {
  public:
-  // Collective over the job's PEs. `heap_base` is this PE's heap slot, `heap_bytes` the most it can map.
-  // Throws shoal::error(errc::unsupported) in a build without UCX.
-  proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, int device);
+  // Collective over the job's PEs. `heap_base` is this PE's heap slot, `heap_bytes` the most it can map,
+  // `heap_mapped` what it has mapped now. Throws shoal::error(errc::unsupported) in a build without UCX.
+  proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, std::uint64_t heap_mapped, int device);
   ~proxy_runtime();  // shutdown() without throwing, if it was not called
   proxy_runtime(const proxy_runtime&) = delete;
   proxy_runtime& operator=(const proxy_runtime&) = delete;
@@ -30,6 +30,9 @@ class proxy_runtime {
   // Collective: stops the engine once every PE is done with the proxy, then closes the network. Call it
   // after the job's last barrier, while the bootstrap still works.
   void shutdown();
+
+  // The heap now has `bytes` mapped: call it before any PE can address them (symmetric_heap::on_growth).
+  void heap_grew(std::uint64_t bytes) noexcept;
 
   const proxy_channel* device_channel() const noexcept { return channel_; }
   // Throws the engine's failure (a peer that died is named), if any.

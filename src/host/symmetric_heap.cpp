@@ -153,12 +153,14 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
       map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + i * chunk_size_);
     }
   }
+  const std::uint64_t before = mapped_;
+  mapped_ = target;
+  if (on_growth_) on_growth_(mapped_);
   // 4. Step 3 waited for each node-local peer to map its chunks, not for PEs on other nodes. One of those
   //    may put into the new chunks through our proxy as soon as it returns, so across nodes no PE returns
   //    before every PE has mapped its own.
   if (boot_.n_pes() > boot_.local_size()) boot_.barrier();
-  SHOAL_LOG_INFO(heap, "heap grown from {} MiB to {} MiB per PE", mapped_ >> 20, target >> 20);
-  mapped_ = target;
+  SHOAL_LOG_INFO(heap, "heap grown from {} MiB to {} MiB per PE", before >> 20, target >> 20);
 }
 
 }  // namespace shoal::detail

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "shoal/bootstrap.hpp"
@@ -42,6 +43,9 @@ class symmetric_heap {
   // mapped. Throws shoal::error(errc::out_of_memory) on every PE when any PE cannot commit memory or
   // `bytes` exceeds max_size(); nothing is left half-mapped.
   void grow_to(std::uint64_t bytes);
+  // grow_to calls `listener` with the new mapped() once this PE has mapped its chunks and before any PE on
+  // another node can address them (the proxy checks peers' requests against it). One listener.
+  void on_growth(std::function<void(std::uint64_t mapped)> listener) { on_growth_ = std::move(listener); }
 
  private:
   struct mapping {
@@ -61,6 +65,7 @@ class symmetric_heap {
   std::uint64_t mapped_ = 0;
   CUdeviceptr reservation_ = 0;
   std::vector<mapping> mappings_;
+  std::function<void(std::uint64_t)> on_growth_;
 };
 
 }  // namespace shoal::detail

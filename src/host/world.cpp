@@ -132,7 +132,9 @@ void start_proxy(world::impl& w) {
         w.work_queues.count, w.work_queues.count == 1 ? "" : "s", w.work_queues.source,
         w.work_queues.count == 1 ? " (with one queue: as soon as anything is queued behind such a kernel)" : "",
         detail::kHierarchicalWorkQueues + 1);
-  w.proxy = std::make_unique<detail::proxy_runtime>(*w.boot, w.heap->base(), w.heap->max_size(), w.device);
+  w.proxy =
+      std::make_unique<detail::proxy_runtime>(*w.boot, w.heap->base(), w.heap->max_size(), w.heap->mapped(), w.device);
+  w.heap->on_growth([proxy = w.proxy.get()](std::uint64_t mapped) { proxy->heap_grew(mapped); });
   detail::preload_proxy_kernels();
 }
 
@@ -222,6 +224,7 @@ world::~world() {
   } catch (const std::exception& e) {
     SHOAL_LOG_WARN(base, "finalize: {}", e.what());
   }
+  if (impl_->heap) impl_->heap->on_growth({});  // it calls the proxy
   impl_->proxy.reset();
   for (impl::registration& r : impl_->registrations) {
     for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));

@@ -53,8 +53,8 @@ struct local_atomic {
 //   them), except a `from` in a lent buffer (lend()) or in a peer's window this memory adopted
 //   (adopt_peer_window()), which stays unchanged until flush(); read()'s `to`
 //   and atomic()'s `old` stay valid and untouched by the caller until flush().
-// - Heap ranges were checked against heap_bytes() by the engine; addresses are trusted (they come from
-//   this PE's own descriptors).
+// - Heap ranges were checked by the engine against the part of heap_bytes() that is mapped
+//   (proxy_engine::heap_mapped); addresses are trusted (they come from this PE's own descriptors).
 // - One thread (the proxy thread) calls all of these. Errors throw shoal::error.
 class local_memory {
  public:

@@ -29,6 +29,7 @@ proxy_engine_core::proxy_engine_core(const proxy_ring_view& ring, network& net, 
       net_(net),
       memory_(memory),
       limits_(limits),
+      heap_mapped_(limits.heap_bytes),
       options_(options),
       pe_(net.pe()),
       link_(std::make_shared<proxy_engine_link>(proxy_engine_link{this})),
@@ -156,6 +157,20 @@ const char* op_name(proxy_op op) {
   }
   return "?";
 }
+
+// The heap ranges a request names, for an error about them: "remote [a, b), local [c, d), signal at e".
+std::string heap_ranges(const proxy_request& r) {
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  const bool data = r.op == proxy_op::put || r.op == proxy_op::get || r.op == proxy_op::put_signal;
+  if (data) {
+    add(fmt::format("remote [{}, {})", r.remote_offset, r.remote_offset + r.size));
+    if (!r.local_is_address && !r.local_is_inline) add(fmt::format("local [{}, {})", r.local, r.local + r.size));
+  }
+  if (r.op == proxy_op::atomic) add(fmt::format("word at {}", r.remote_offset));
+  if (r.op == proxy_op::put_signal || r.op == proxy_op::signal) add(fmt::format("signal at {}", r.signal_offset));
+  return out;
+}
 }  // namespace
 
 bool proxy_engine_core::awaits_flush(std::uint64_t sequence) const {
@@ -225,11 +240,21 @@ bool proxy_engine_core::consume() {
     if (!d) break;
     any = true;
     count(n_requests_);
-    const proxy_decoded decoded = decode(*d, limits_);
+    const proxy_decoded decoded = decode(*d, mapped_limits());
     if (decoded.status != proxy_status::ok) {
-      // A bug or corruption on this PE's side of the ring: nothing after it can be trusted.
-      fail(errc::internal, -1, d->words[proxy_descriptor::kSequenceWord],
-           fmt::format("a ring descriptor does not decode: {}", to_string(decoded.status)));
+      const std::uint64_t seq = d->words[proxy_descriptor::kSequenceWord];
+      const proxy_request& r = decoded.request;
+      if (decode(*d, limits_).status == proxy_status::ok) {
+        // Within the heap's reservation but not its mapped part: an address past the end of the symmetric
+        // objects, which the device could not tell from a live one (its handle may predate a growth).
+        fail(errc::invalid_argument, r.pe, seq,
+             fmt::format("{} to PE {} names heap bytes beyond the {} mapped ({}): an address past the end of "
+                         "every symmetric object",
+                         op_name(r.op), r.pe, mapped_limits().heap_bytes, heap_ranges(r)));
+      } else {
+        // A bug or corruption on this PE's side of the ring: nothing after it can be trusted.
+        fail(errc::internal, -1, seq, fmt::format("a ring descriptor does not decode: {}", to_string(decoded.status)));
+      }
       break;
     }
     dispatch(decoded.request);
@@ -507,6 +532,7 @@ void proxy_engine::stop() {
 
 void proxy_engine::check() const { core_->check(); }
 bool proxy_engine::failed() const noexcept { return core_->failed(); }
+void proxy_engine::heap_mapped(std::uint64_t bytes) noexcept { core_->heap_mapped(bytes); }
 proxy_engine_counters proxy_engine::counters() const noexcept { return core_->counters(); }
 
 }  // namespace shoal::detail

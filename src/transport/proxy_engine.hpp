@@ -77,7 +77,8 @@ class proxy_engine {
   // engine's thread from start() on (its handlers kProxyRequestHandler and kProxyReplyHandler are installed
   // here). `memory`: this PE's heap and local buffers. `limits`: the job's (n_pes must match the network,
   // heap_bytes the memory, completion_slots the ring's result slots). All must outlive the engine.
-  // Throws shoal::error(invalid_argument) when they do not match.
+  // Throws shoal::error(invalid_argument) when they do not match. Until heap_mapped() says otherwise,
+  // the whole heap (limits.heap_bytes) counts as mapped.
   proxy_engine(const proxy_ring_view& ring, network& net, local_memory& memory, const proxy_limits& limits,
                const proxy_engine_options& options = {});
   ~proxy_engine();  // stop() without throwing
@@ -95,6 +96,12 @@ class proxy_engine {
   // failure also stops the ring, so blocked producers return consumer_stopped and then call this.
   void check() const;
   bool failed() const noexcept;
+  // The bytes of this PE's heap that are mapped (a heap that grows maps a prefix of limits.heap_bytes):
+  // this PE's requests and peers' messages that name heap bytes beyond them fail the engine with an error
+  // naming the range, where the copy into unmapped memory would fail with a bare CUDA error. Any thread,
+  // any time; call it after mapping more and before any PE can address the new bytes (heaps grow
+  // collectively, so every PE's mapped size is the same once the growth's meeting is over).
+  void heap_mapped(std::uint64_t bytes) noexcept;
   proxy_engine_counters counters() const noexcept;
   // The current pass of the proxy thread, when it has run for at least `at_least`; else the oldest flush
   // not completed, when it began at least `at_least` ago; nullopt while neither holds.

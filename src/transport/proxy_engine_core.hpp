@@ -3,6 +3,7 @@
 // Everything here is touched by the proxy thread only, except the failure record and the counters.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -111,6 +112,7 @@ class proxy_engine_core {
   std::string in_flight() const;
   bool awaits_flush(std::uint64_t sequence) const;  // complete once a flush ends (finished_ or a batch's)
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  void heap_mapped(std::uint64_t bytes) noexcept { heap_mapped_.store(bytes, std::memory_order_release); }
   proxy_engine_counters counters() const noexcept;
   // The pass in progress, if it has run for at least `at_least` (read by the watchdog thread).
   std::optional<proxy_stall> stall(proxy_clock::time_point now, std::chrono::milliseconds at_least) const;
@@ -143,6 +145,13 @@ class proxy_engine_core {
   network& net_;
   local_memory& memory_;
   proxy_limits limits_;
+  std::atomic<std::uint64_t> heap_mapped_;  // the prefix of limits_.heap_bytes that is mapped (heap_mapped())
+  // limits_ with the heap cut to what is mapped: what requests and messages are checked against.
+  proxy_limits mapped_limits() const noexcept {
+    proxy_limits l = limits_;
+    l.heap_bytes = std::min(l.heap_bytes, heap_mapped_.load(std::memory_order_acquire));
+    return l;
+  }
   proxy_engine_options options_;
   int pe_;
   std::shared_ptr<proxy_engine_link> link_;

@@ -43,8 +43,16 @@ bool proxy_engine_core::accept(const network_message& m, bool request, proxy_wir
     bad_message(m.from, "sender is not a PE of the job");
     return false;
   }
-  if (const char* what = proxy_wire_check(m.header, m.payload.size(), limits_.heap_bytes, h)) {
-    bad_message(m.from, what);
+  const std::uint64_t mapped = mapped_limits().heap_bytes;
+  if (const char* what = proxy_wire_check(m.header, m.payload.size(), mapped, h)) {
+    if (mapped < limits_.heap_bytes && !proxy_wire_check(m.header, m.payload.size(), limits_.heap_bytes, h)) {
+      // The sender checked the range against its own mapped heap, which a growth's meeting makes equal to
+      // ours: one of the two is wrong about it.
+      fail(errc::internal, m.from, h.request,
+           fmt::format("a message from PE {} names heap bytes beyond the {} mapped here: {}", m.from, mapped, what));
+    } else {
+      bad_message(m.from, what);
+    }
     return false;
   }
   if (request ? !proxy_wire_is_request(h.kind) : !proxy_wire_is_reply(h.kind)) {

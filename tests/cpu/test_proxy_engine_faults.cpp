@@ -215,6 +215,65 @@ TEST(ProxyEngineFaults, DescriptorThatDoesNotDecodeStopsTheRing) {
   EXPECT_FALSE(job[1].engine->failed());
 }
 
+// A heap maps a prefix of its reservation and grows: a request for bytes past what is mapped fails the
+// engine with an error naming the call and the range, where a GPU heap's copy would fail with a bare CUDA
+// error. Requests within it complete, and a growth (heap_mapped) lets the same request through.
+TEST(ProxyEngineFaults, RequestBeyondTheMappedHeapIsRejectedNamingItsRange) {
+  engine_job job({.n_pes = 2, .seed = 13});
+  constexpr std::uint64_t kMapped = 256 << 10;
+  for (int p = 0; p < 2; ++p) job[p].engine->heap_mapped(kMapped);
+  job.start();
+  const proxy_request within{.op = proxy_op::put, .pe = 1, .remote_offset = kMapped - 100, .local = 0, .size = 100};
+  ASSERT_EQ(proxy_host_call(job[0].ring, within, kPatience).status, proxy_status::ok);
+  EXPECT_EQ(std::memcmp(job[1].base() + kMapped - 100, job[0].base(), 100), 0);
+
+  proxy_request beyond = within;
+  beyond.remote_offset = kMapped - 99;  // its last byte is one past what is mapped
+  EXPECT_EQ(proxy_host_call(job[0].ring, beyond, kPatience).status, proxy_status::consumer_stopped);
+  const error e = failure_of(*job[0].engine);
+  EXPECT_EQ(e.category(), errc::invalid_argument) << e.what();
+  EXPECT_NE(std::string(e.what()).find("put to PE 1 names heap bytes beyond the 262144 mapped (remote [262045, "
+                                       "262145), local [0, 100))"),
+            std::string::npos)
+      << e.what();
+  EXPECT_FALSE(job[1].engine->failed());
+}
+
+TEST(ProxyEngineFaults, GrowthLetsARequestReachTheNewBytes) {
+  engine_job job({.n_pes = 2, .seed = 14});
+  for (int p = 0; p < 2; ++p) job[p].engine->heap_mapped(256 << 10);
+  job.start();
+  for (int p = 0; p < 2; ++p) job[p].engine->heap_mapped(512 << 10);
+  const proxy_request put{.op = proxy_op::put_signal,
+                          .signal_op = proxy_signal_op::set,
+                          .pe = 1,
+                          .remote_offset = 300 << 10,
+                          .local = 0,
+                          .size = 1000,
+                          .value = 7,
+                          .signal_offset = 400 << 10};
+  ASSERT_EQ(proxy_host_call(job[0].ring, put, kPatience).status, proxy_status::ok);
+  EXPECT_EQ(std::memcmp(job[1].base() + (300 << 10), job[0].base(), 1000), 0);
+  EXPECT_EQ(job[1].load_atomic(400 << 10), 7u);
+  job.stop_all();
+}
+
+// The target checks a message against its own mapped heap too: a sender that believes the heap larger
+// (which a growth's meeting rules out) is named by the target, which stops serving.
+TEST(ProxyEngineFaults, MessageBeyondTheTargetsMappedHeapIsReportedNamingItsSender) {
+  engine_job job({.n_pes = 2, .seed = 15});
+  job[1].engine->heap_mapped(256 << 10);
+  job.start();
+  const proxy_request put{.op = proxy_op::put, .pe = 1, .remote_offset = 300 << 10, .local = 0, .size = 8};
+  ASSERT_EQ(proxy_host_post(job[0].ring, put, kPatience).status, proxy_status::ok);
+  ASSERT_TRUE(eventually([&] { return job[1].engine->failed(); }));
+  const error e = failure_of(*job[1].engine);
+  EXPECT_NE(std::string(e.what()).find("a message from PE 0 names heap bytes beyond the 262144 mapped here: data "
+                                       "range beyond the heap"),
+            std::string::npos)
+      << e.what();
+}
+
 TEST(ProxyEngineFaults, StopWithRequestsInFlightDoesNotHang) {
   engine_job job({.n_pes = 4, .heap_bytes = 1 << 20, .network = {.reorder_completions = true},
                   .engine = {.chunk_bytes = 4096, .peer_window_bytes = 8192}, .seed = 12});
