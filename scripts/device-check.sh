@@ -101,20 +101,24 @@ done
   if grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then record "debug trap: $mode" pass $((SECONDS - start)) "report found"
   else record "debug trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"; fi
 done
-# shoal::ll_only on a team across (emulated) nodes traps with a report in every build. Needs the proxy's
-# network (CARRIED_UCX or the system's) to start a world across nodes; skipped without it.
-if [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 1 ]; then
+# Across (emulated) nodes, in every build: shoal::ll_only on a team that spans nodes traps with a report, and
+# a put past the mapped heap is refused by the proxy naming the range. Needs the proxy's network
+# (CARRIED_UCX or the system's) to start a world across nodes; skipped without it.
+[ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in \
+    "ll-only-across-nodes:with shoal::ll_only on a team that spans nodes" \
+    "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the 67108864 mapped"; do
+  mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
   SHOAL_EMULATE_NODES=2 SHOAL_WAIT_TIMEOUT=5 launch 2 --timeout 60 -- \
-    "$BUILD/bin/shoal_gpu_debug_probe" ll-only-across-nodes > "$OUT/probe_ll-only.txt" 2>&1
-  if grep -q "SKIP\|no proxy transport" "$OUT/probe_ll-only.txt"; then
-    record "trap: ll_only across nodes" skip $((SECONDS - start)) "no network in this build"
-  elif grep -q "with shoal::ll_only on a team that spans nodes" "$OUT/probe_ll-only.txt"; then
-    record "trap: ll_only across nodes" pass $((SECONDS - start)) "report found"
+    "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1
+  if grep -q "SKIP\|no proxy transport" "$OUT/probe_$mode.txt"; then
+    record "trap: $mode" skip $((SECONDS - start)) "no network in this build"
+  elif grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then
+    record "trap: $mode" pass $((SECONDS - start)) "report found"
   else
-    record "trap: ll_only across nodes" FAIL $((SECONDS - start)) "no report"
+    record "trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"
   fi
-fi
+done
 cat "$OUT"/probe_*.txt > "$OUT/probes.log" 2>/dev/null && rm -f "$OUT"/probe_*.txt
 
 # A PE that vanishes while the other puts to it across (emulated) nodes: the survivor must get an error

@@ -3,7 +3,9 @@
 // and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
 // putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
 // And ll-only-across-nodes (2 PEs on different nodes): an all-reduce with shoal::ll_only on a team that
-// spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's).
+// spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's). And
+// beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past what is
+// mapped (which no device check can tell from a live address) must be refused by the proxy, naming the range.
 // Exits 77 (skip) without a GPU, or for the modes across nodes when PE 1 is reachable by load/store.
 #include <chrono>
 #include <cstdio>
@@ -23,6 +25,12 @@ __global__ void outside_heap_kernel(shoal::device_handle h, int* not_symmetric) 
 
 __global__ void wait_timeout_kernel(shoal::device_handle h, unsigned long long* word) {
   shoal::wait_until(h, word, shoal::cmp::eq, 42ull);  // nobody ever writes 42
+}
+
+// The heap's slot reaches past what is mapped (h.heap_capacity) up to SHOAL_HEAP_MAX_SIZE.
+__global__ void beyond_mapped_kernel(shoal::device_handle h, const int* sym) {
+  auto* beyond = reinterpret_cast<int*>(h.heap_base + h.heap_capacity + 4096);
+  shoal::put(shoal::thread, h, beyond, sym, 16, 1 - h.pe);
 }
 
 __global__ void ll_only_kernel(shoal::team_handle t, float* dst, const float* src) {
@@ -77,7 +85,9 @@ int main(int argc, char** argv) {
   shoal::world w = shoal::init();
   if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
   auto* sym = static_cast<int*>(w.calloc(512, sizeof(int)));
-  if (std::strcmp(mode, "ll-only-across-nodes") == 0 && w.ptr(sym, 1 - w.pe()) != nullptr) {
+  const bool across_nodes = std::strcmp(mode, "ll-only-across-nodes") == 0 ||
+                            std::strcmp(mode, "beyond-mapped-across-nodes") == 0;
+  if (across_nodes && w.ptr(sym, 1 - w.pe()) != nullptr) {
     std::printf("SKIP: the other PE is reachable by load/store; run with SHOAL_EMULATE_NODES=2\n");
     return 77;
   }
@@ -92,8 +102,11 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "ll-only-across-nodes") == 0)
     ll_only_kernel<<<2, 128>>>(shoal::world_team(w).device_handle(), reinterpret_cast<float*>(sym),
                                reinterpret_cast<const float*>(sym + 256));
+  else if (std::strcmp(mode, "beyond-mapped-across-nodes") == 0)
+    beyond_mapped_kernel<<<1, 1>>>(w.device_handle(), sym);
   else {
-    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies|ll-only-across-nodes\n", argv[0]);
+    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies|ll-only-across-nodes|"
+                 "beyond-mapped-across-nodes\n", argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

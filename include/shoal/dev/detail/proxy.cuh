@@ -45,7 +45,9 @@ __device__ inline proxy_device_deadline proxy_deadline(const device_handle& h) {
   __trap();
 }
 __device__ inline const char* proxy_failure(proxy_status s) {
-  return s == proxy_status::aborted ? "no completion within SHOAL_WAIT_TIMEOUT" : to_string(s);
+  if (s == proxy_status::aborted) return "no completion within SHOAL_WAIT_TIMEOUT";
+  if (s == proxy_status::consumer_stopped) return "the proxy stopped at a failure, which this PE's log names";
+  return to_string(s);
 }
 [[noreturn]] __device__ inline void proxy_trap(const device_handle& h, const char* call, int pe, proxy_status s) {
   proxy_trap(h, call, pe, proxy_failure(s));
