@@ -1,5 +1,7 @@
 #include "coll/tuning.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <mutex>
 
@@ -32,9 +34,24 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
 const coll_model_table& active_coll_model() {
   static const coll_model_table table = [] {
     const std::string& path = process_config().coll_model;
-    return path.empty() ? coll_model_table{} : load_coll_model(path);
+    if (path.empty()) return coll_model_table{};
+    try {
+      return load_coll_model(path);
+    } catch (const error& e) {
+      throw error(e.category(), "SHOAL_COLL_MODEL", e.detail());  // the variable the user set
+    }
   }();
   return table;
+}
+
+void check_team_scratch_bytes(std::uint64_t bytes) {
+  if (bytes % 32 != 0)
+    throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", bytes));
+}
+
+void check_team_settings() {
+  (void)make_tuning(active_coll_model(), 2, [](const char* name) { return std::getenv(name); });
+  check_team_scratch_bytes(process_config().team_scratch_bytes);
 }
 
 }  // namespace shoal::detail

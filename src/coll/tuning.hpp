@@ -15,4 +15,13 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
 // The table the library uses: SHOAL_COLL_MODEL's file when set, else the built-in defaults.
 const coll_model_table& active_coll_model();
 
+// Team scratch holds LL lines of 32 bytes: throws shoal::error(errc::config) naming SHOAL_TEAM_SCRATCH_BYTES
+// when `bytes` is not a multiple of 32.
+void check_team_scratch_bytes(std::uint64_t bytes);
+
+// What team creation reads beyond the configuration table's own checks (SHOAL_COLL_MODEL's file, the
+// SHOAL_ALGO_* names, the scratch's multiple of 32), checked as creating a team would, for shoal-info --env.
+// Throws shoal::error(errc::config) naming the variable.
+void check_team_settings();
+
 }  // namespace shoal::detail

@@ -98,8 +98,7 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
                                          [](const char* name) { return std::getenv(name); });
     const char* ce = std::getenv("SHOAL_COLL_CE_BYTES");
     copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
-    if (scratch % 32 != 0)
-      throw error(errc::config, "SHOAL_TEAM_SCRATCH_BYTES", fmt::format("{} is not a multiple of 32", scratch));
+    detail::check_team_scratch_bytes(scratch);
   } catch (const error&) {
     request_ok = false;
     failure = std::current_exception();

@@ -415,6 +415,7 @@ int main(int argc, char** argv) {
   std::string config_error;
   try {
     (void)shoal::detail::config::load();
+    shoal::detail::check_team_settings();  // what shoal::init checks beyond the table, when it makes the world team
   } catch (const shoal::error& e) {
     config_error = e.what();
   }
