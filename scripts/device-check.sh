@@ -106,7 +106,7 @@ done
 # (CARRIED_UCX or the system's) to start a world across nodes; skipped without it.
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in \
     "ll-only-across-nodes:with shoal::ll_only on a team that spans nodes" \
-    "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the 67108864 mapped"; do
+    "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the [0-9]+ mapped"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
   SHOAL_EMULATE_NODES=2 SHOAL_WAIT_TIMEOUT=5 launch 2 --timeout 60 -- \
