@@ -56,7 +56,9 @@ class world {
   void* malloc(std::size_t bytes);                        // 256-byte aligned
   void* calloc(std::size_t count, std::size_t size);      // zeroed on every PE before any PE returns
   void* align(std::size_t alignment, std::size_t bytes);  // alignment: a power of two
-  // Waits for this PE's device work to finish (as cudaFree does), then frees on every PE.
+  // Waits for this PE's device work to finish (as cudaFree does) and for its requests to other nodes to
+  // complete (quiet), then frees on every PE: nothing a PE issued before its free lands in the memory
+  // after any PE has freed it.
   void free(void* p);
 
   template <typename T>

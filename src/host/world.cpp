@@ -320,6 +320,14 @@ void world::impl::free(void* p) {
   w.require_device("shoal::world::free");
   std::uint64_t offset = p == nullptr ? ~0ull : w.offset_of(p, 0, "shoal::world::free");
   SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+  // A kernel may end with requests to other nodes that it posted and never waited for (a collective's
+  // last arrival signals, a put_nbi without quiet), aimed at the object being freed on another PE. They
+  // complete before this PE agrees, so no PE releases the object (and hands its memory to the next
+  // allocation, zeroed) while one of them can still land in it.
+  if (w.proxy) {
+    detail::proxy_quiet_on_stream(w, w.stream);
+    detail::proxy_synchronize(w, w.stream);
+  }
   w.agree(impl::collective_kind::free, offset, 0, "shoal::world::free");
   if (p == nullptr) return;
   if (!w.allocator->release(offset))

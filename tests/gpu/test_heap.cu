@@ -1,5 +1,9 @@
 // The symmetric heap on the GPU: growth during a run (with RMA into the new memory through a handle
-// taken before the growth), usage queries, and bad input on every host path.
+// taken before the growth), free with RMA still in flight to another node, usage queries, and bad input on
+// every host path.
+#include <chrono>
+#include <thread>
+
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
@@ -102,6 +106,43 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   void* again = w.malloc(4096);
   EXPECT_EQ(again, static_cast<void*>(obj));  // deterministic first fit reuses the freed block
   w.free(again);
+}
+
+__global__ void put_and_leave(device_handle h, std::uint8_t* dst, const std::uint8_t* src, std::size_t n, int pe) {
+  put_nbi(block, h, dst, src, n, pe);  // no quiet: through the proxy the put is still in flight at the end
+}
+
+// A kernel's put_nbi to another node that nothing waited for is still in flight (through the proxy, for
+// milliseconds at this size) when the host frees its target. free must complete it first: else the
+// target's PE reuses the memory for the next allocation, and the late put lands in that. Within a node the
+// put is complete when the kernel ends, and the test passes trivially.
+TEST(Heap, FreeCompletesPutsStillInFlight) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  constexpr std::size_t n = std::size_t{32} << 20;
+  auto* target = static_cast<std::uint8_t*>(w.malloc(n));
+  std::uint8_t* src = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, n), cudaSuccess);
+  upload(src, random_bytes(9100 + w.pe(), n));
+  barrier_all(w);
+  put_and_leave<<<1, 256>>>(w.device_handle(), target, src, n, next_pe(w));
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  w.free(target);
+  auto* reused = static_cast<std::uint8_t*>(w.malloc(n));
+  EXPECT_EQ(reused, target);  // deterministic first fit: the same memory
+  constexpr std::uint8_t kMine = 0x5A;  // what the new allocation holds; the late put's bytes are random
+  ASSERT_EQ(cudaMemset(reused, kMine, n), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  barrier_all(w);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time for a put left in flight to land
+  barrier_all(w);
+  std::vector<std::uint8_t> got(n);
+  ASSERT_EQ(cudaMemcpy(got.data(), reused, n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(first_mismatch(got, std::vector<std::uint8_t>(n, kMine)), -1)
+      << "a put issued before free landed in the memory after it";
+  ASSERT_EQ(cudaFree(src), cudaSuccess);
+  w.free(reused);
 }
 
 TEST(Heap, DeviceHandleDescribesTheNode) {
