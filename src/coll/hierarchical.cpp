@@ -78,12 +78,12 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   const detail::work_queue_count& queues = w.internals().work_queues;
   if (queues.count < kHierarchicalWorkQueues) {
     if (!forced_hierarchical) return false;
-    throw error(
-        errc::unsupported, "shoal::reduce_on_stream",
-        fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues and this "
-                    "process has {} ({}), so its kernels would wait for the proxy forever; set "
-                    "CUDA_DEVICE_MAX_CONNECTIONS to at least {} (docs/proxy-design.md, \"Hardware work queues\")",
-                    forced, kHierarchicalWorkQueues, queues.count, queues.source, kHierarchicalWorkQueues));
+    throw error(errc::unsupported, "shoal::reduce_on_stream",
+                fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues and this "
+                            "process has {} ({}), so its kernels would wait for the proxy forever; set "
+                            "CUDA_DEVICE_MAX_CONNECTIONS to at least {}, as shoal::init advises across nodes (one more "
+                            "for a stream of yours that waits; docs/proxy-design.md, \"Hardware work queues\")",
+                            forced, kHierarchicalWorkQueues, queues.count, queues.source, kHierarchicalWorkQueues + 1));
   }
   if (forced_hierarchical) return true;
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};
