@@ -39,7 +39,7 @@ TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   // process, which keep what earlier runs mapped, reach the maximum only after many repeats). The growth
   // is at most `bytes` (when the top of the heap is in use), so that decides the skip.
   const std::uint64_t bytes = start.mapped - start.used + (8u << 20);
-  if (start.mapped + bytes > start.max_size)  // the same on every PE: heap_usage() is
+  if (start.mapped + bytes > start.max_size)  // heap_usage() is the same on every PE: all skip or none
     GTEST_SKIP() << "earlier runs in this process grew the heap near SHOAL_HEAP_MAX_SIZE (" << start.mapped
                  << " bytes mapped)";
   std::size_t count = bytes / sizeof(std::uint32_t);
