@@ -162,13 +162,12 @@ const char* op_name(proxy_op op) {
 std::string heap_ranges(const proxy_request& r) {
   std::string out;
   auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
-  const bool data = r.op == proxy_op::put || r.op == proxy_op::get || r.op == proxy_op::put_signal;
-  if (data) {
+  if (proxy_codec::uses_data(r.op)) {
     add(fmt::format("remote [{}, {})", r.remote_offset, r.remote_offset + r.size));
     if (!r.local_is_address && !r.local_is_inline) add(fmt::format("local [{}, {})", r.local, r.local + r.size));
   }
   if (r.op == proxy_op::atomic) add(fmt::format("word at {}", r.remote_offset));
-  if (r.op == proxy_op::put_signal || r.op == proxy_op::signal) add(fmt::format("signal at {}", r.signal_offset));
+  if (proxy_codec::uses_signal(r.op)) add(fmt::format("signal at {}", r.signal_offset));
   return out;
 }
 }  // namespace
@@ -240,7 +239,8 @@ bool proxy_engine_core::consume() {
     if (!d) break;
     any = true;
     count(n_requests_);
-    const proxy_decoded decoded = decode(*d, mapped_limits());
+    const proxy_limits mapped = mapped_limits();
+    const proxy_decoded decoded = decode(*d, mapped);
     if (decoded.status != proxy_status::ok) {
       const std::uint64_t seq = d->words[proxy_descriptor::kSequenceWord];
       const proxy_request& r = decoded.request;
@@ -250,7 +250,7 @@ bool proxy_engine_core::consume() {
         fail(errc::invalid_argument, r.pe, seq,
              fmt::format("{} to PE {} names heap bytes beyond the {} mapped ({}): an address past the end of "
                          "every symmetric object",
-                         op_name(r.op), r.pe, mapped_limits().heap_bytes, heap_ranges(r)));
+                         op_name(r.op), r.pe, mapped.heap_bytes, heap_ranges(r)));
       } else {
         // A bug or corruption on this PE's side of the ring: nothing after it can be trusted.
         fail(errc::internal, -1, seq, fmt::format("a ring descriptor does not decode: {}", to_string(decoded.status)));
