@@ -75,8 +75,8 @@ class team {
 // The predefined teams of `w` (created by init, destroyed with the world).
 const team& world_team(const world& w);
 const team& node_team(const world& w);
-// One PE per node, when every node holds the same number of consecutively numbered PEs; otherwise a team
-// with this PE alone.
+// One PE per node, when every node holds the same number of consecutively numbered PEs; otherwise (judged
+// from every node, so on every PE alike) a team with this PE alone.
 const team& same_local_rank_team(const world& w);
 
 // OpenSHMEM team_split_strided: the parent's members at indices start, start + stride, ..., `size` of

@@ -41,11 +41,13 @@ struct team_handle {
   std::int32_t channel_count = 0;
   std::int32_t channel_total = 0;  // channels the team owns (the stride of the state arrays)
   std::uint32_t ll_bytes = 0;      // LL line bytes per channel, parity and member (payload is half)
+  std::uint32_t staged_bytes = 0;  // staged (one_shot) bytes per channel, parity and member
   std::int32_t resident_ctas = 1;  // SMs of the smallest GPU of the job: on-stream calls use at most this many CTAs
   std::int32_t spans_nodes = 0;    // some member is on another node: its data and flags go through the proxy
   std::uint64_t* calls = nullptr;  // [channel_total] this PE's count of collective steps per channel
   std::uint64_t* flags = nullptr;  // [channel_total][size], symmetric: flag i is written by member i
   std::byte* ll = nullptr;         // [channel_total][2][size][ll_bytes], symmetric: part i written by member i
+  std::byte* staged = nullptr;     // [channel_total][2][size][staged_bytes], the same for staged steps' raw data
   coll_tuning tuning;
 
   SHOAL_HD constexpr bool member() const { return index >= 0; }
@@ -87,7 +89,7 @@ struct team_handle {
   // on every member, so they agree.
   SHOAL_HD constexpr bool keeps_algorithm(collective coll, algorithm chosen, std::uint64_t unit_bytes) const {
     if (tuning.forced[static_cast<int>(coll)] >= 0 || spans_nodes != 0) return true;
-    const std::uint64_t per_step = chosen == algorithm::ll ? ll_bytes / 2 : ll_bytes;
+    const std::uint64_t per_step = chosen == algorithm::ll ? ll_bytes / 2 : staged_bytes;
     return !((chosen == algorithm::ll || chosen == algorithm::one_shot) && unit_bytes > 4 * per_step);
   }
 

@@ -47,6 +47,23 @@ node_placement place_pe(std::span<const std::string> host_of_pe, int emulate_nod
   return p;
 }
 
+bool nodes_uniform(std::span<const int> node_of) {
+  const std::size_t n = node_of.size();
+  if (n == 0) return false;
+  std::size_t local_size = 1;
+  while (local_size < n && node_of[local_size] == node_of[0]) ++local_size;
+  if (n % local_size != 0) return false;
+  // Blocks of local_size consecutive PEs, each on one node, and no node in two blocks.
+  std::vector<int> block_nodes;
+  for (std::size_t first = 0; first < n; first += local_size) {
+    for (std::size_t pe = first; pe < first + local_size; ++pe)
+      if (node_of[pe] != node_of[first]) return false;
+    block_nodes.push_back(node_of[first]);
+  }
+  std::sort(block_nodes.begin(), block_nodes.end());
+  return std::adjacent_find(block_nodes.begin(), block_nodes.end()) == block_nodes.end();
+}
+
 int world_pe_of_local(const node_placement& p, int local_peer, std::string_view call) {
   if (local_peer < 0 || local_peer >= static_cast<int>(p.node_pes.size()))
     throw error(errc::invalid_argument, call,

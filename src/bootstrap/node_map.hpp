@@ -29,6 +29,12 @@ struct node_placement {
 };
 node_placement place_pe(std::span<const std::string> host_of_pe, int emulate_nodes, int pe);
 
+// True when every node holds the same number of PEs and each node's PEs are consecutive world PEs, judged
+// from the node of every PE (node_of[pe], any numbering of the nodes). Every PE passes the same node_of
+// and gets the same answer, which is what a team of one PE per node needs (same_local_rank_team): a PE
+// judging from its own node alone can see a regular node in an irregular job.
+bool nodes_uniform(std::span<const int> node_of);
+
 // The world PE of node-local index `local_peer` of placement `p`; throws shoal::error(invalid_argument)
 // naming `call` when it is not an index of that node.
 int world_pe_of_local(const node_placement& p, int local_peer, std::string_view call);

@@ -74,7 +74,7 @@ coll_launch plan_launch(const team_handle& t, algorithm algo, std::uint64_t bloc
   // whose lines are 8 KiB, is faster from 4 CTAs than from 1. Each CTA still moves whole 16-byte words.
   std::uint64_t share = kStreamShare, bytes = total_bytes;
   if (algo == algorithm::ll) share = std::min<std::uint64_t>(t.ll_bytes / 2, kLLShare), bytes = block_bytes;
-  if (algo == algorithm::one_shot) share = std::min<std::uint64_t>(t.ll_bytes, kStagedShare), bytes = block_bytes;
+  if (algo == algorithm::one_shot) share = std::min<std::uint64_t>(t.staged_bytes, kStagedShare), bytes = block_bytes;
   if (t.spans_nodes != 0) share = std::max(share, kProxiedShare);
   const std::uint64_t wanted = std::max<std::uint64_t>(1, (bytes + share - 1) / share);
   // Every CTA must be resident at once (CTA k of each member waits for its partners), so at most one per

@@ -9,6 +9,7 @@
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "bootstrap/node_map.hpp"
 #include "coll/tuning.hpp"
 #include "host/world_impl.hpp"
 
@@ -17,21 +18,22 @@ namespace {
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
-// Channels and least scratch per channel, parity and member of a team creation in which some team spans
-// nodes (see pick() in team_handle.hpp: such teams run staged and direct steps through the proxy).
+// Channels and least staged scratch per channel, parity and member of a team creation in which some team
+// spans nodes (see pick() in team_handle.hpp: such teams run staged and direct steps through the proxy).
 constexpr int kProxyTeamChannels = 8;
-constexpr std::uint64_t kProxyTeamScratchBytes = 1024 * 1024;
+constexpr std::uint64_t kProxyTeamStagedBytes = 1024 * 1024;
 
-// Where calls, flags and scratch sit inside a team's one heap allocation, for `members` members (the
-// largest team any PE creates in the same call, so the allocation is the same size everywhere).
+// Where calls, flags, LL lines and staged data sit inside a team's one heap allocation, for `members`
+// members (the largest team any PE creates in the same call, so the allocation is the same size everywhere).
 struct state_layout {
-  std::size_t flags_offset, scratch_offset, bytes;
+  std::size_t flags_offset, ll_offset, staged_offset, bytes;
 };
-state_layout layout_for(std::size_t channels, std::size_t members, std::size_t scratch_bytes) {
+state_layout layout_for(std::size_t channels, std::size_t members, std::size_t ll_bytes, std::size_t staged_bytes) {
   state_layout l{};
   l.flags_offset = round_up(channels * sizeof(std::uint64_t), 256);
-  l.scratch_offset = round_up(l.flags_offset + channels * members * sizeof(std::uint64_t), 256);
-  l.bytes = l.scratch_offset + channels * 2 * members * scratch_bytes;
+  l.ll_offset = round_up(l.flags_offset + channels * members * sizeof(std::uint64_t), 256);
+  l.staged_offset = round_up(l.ll_offset + channels * 2 * members * ll_bytes, 256);
+  l.bytes = l.staged_offset + channels * 2 * members * staged_bytes;
   return l;
 }
 
@@ -105,13 +107,15 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   }
   const creation_result agreed =
       agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, request_ok, "shoal::team", why, failure);
+  std::uint64_t staged = scratch;
   if (agreed.any_spans_nodes) {
     // Through the proxy each staged step is one message per member and channel: few channels with large
-    // scratch make few large messages, which is what a network moves well.
+    // staged scratch make few large messages, which is what a network moves well. (LL lines never cross
+    // nodes, so theirs stays as configured.)
     channels = std::min(channels, kProxyTeamChannels);
-    scratch = std::max<std::uint64_t>(scratch, kProxyTeamScratchBytes);
+    staged = std::max<std::uint64_t>(scratch, kProxyTeamStagedBytes);
   }
-  const state_layout sl = layout_for(std::size_t(channels), std::size_t(agreed.largest_team), scratch);
+  const state_layout sl = layout_for(std::size_t(channels), std::size_t(agreed.largest_team), scratch, staged);
   auto* base = static_cast<std::byte*>(wi.calloc(1, sl.bytes));
   state_ = base;
 
@@ -121,12 +125,14 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   handle_.channel_count = channels;
   handle_.channel_total = channels;
   handle_.ll_bytes = std::uint32_t(scratch);
+  handle_.staged_bytes = std::uint32_t(staged);
   handle_.resident_ctas = agreed.fewest_sms;
   handle_.spans_nodes = spans_nodes ? 1 : 0;
   if (spans_nodes) copy_engine_bytes_ = 0;  // copy engines reach only mapped peers
   handle_.calls = reinterpret_cast<std::uint64_t*>(base);
   handle_.flags = reinterpret_cast<std::uint64_t*>(base + sl.flags_offset);
-  handle_.ll = base + sl.scratch_offset;
+  handle_.ll = base + sl.ll_offset;
+  handle_.staged = base + sl.staged_offset;
   // Members on other nodes are reached through the proxy, when the job has one.
   reachable_ = !spans_nodes || wi.proxy != nullptr;
 }
@@ -191,8 +197,10 @@ void create_predefined_teams(world& w) {
   world::impl& wi = w.internals();
   wi.world_team = std::make_unique<team>(w, world_layout(w.n_pes()));
   wi.node_team = std::make_unique<team>(w, node_layout_of(wi));
+  // Judged from every PE's node, not this PE's alone: with nodes of 3 and 1 PEs, the lone PE's node looks
+  // regular by itself, and it would wait in collectives for PEs that each formed a team of their own.
   team_layout same = same_local_rank_layout(wi.boot->local_pe(), wi.boot->local_size(), w.n_pes());
-  if (!same.valid() || !wi.node_contiguous) same = team_layout::normalized(w.pe(), 1, 1);
+  if (!same.valid() || !detail::nodes_uniform(wi.node_of)) same = team_layout::normalized(w.pe(), 1, 1);
   wi.same_local_rank_team = std::make_unique<team>(w, same);
 }
 }  // namespace detail
@@ -226,13 +234,14 @@ team split_strided(world& w, const team& parent, int start, int stride, int size
 }
 
 std::pair<team, team> split_2d(world& w, const team& parent, int xrange) {
-  if (xrange < 1)
-    throw error(errc::invalid_argument, "shoal::split_2d", fmt::format("xrange {} is not positive", xrange));
+  // As split_strided: a bad request takes part in the vote, so every PE fails together.
+  const bool ok = parent.valid() && xrange >= 1;
   const int index = parent.valid() ? parent.my_index() : -1;
-  const team_2d teams = index >= 0 ? split_2d(parent.layout(), xrange, index) : team_2d{};
-  const char* why = "the parent team was destroyed or never created";
-  team x(w, teams.x, parent.valid(), why);
-  team y(w, teams.y, parent.valid(), why);
+  const team_2d teams = ok && index >= 0 ? split_2d(parent.layout(), xrange, index) : team_2d{};
+  const std::string why = !parent.valid() ? std::string("the parent team was destroyed or never created")
+                                          : fmt::format("xrange {} is not positive", xrange);
+  team x(w, teams.x, ok, why);
+  team y(w, teams.y, ok, why);
   return {std::move(x), std::move(y)};
 }
 

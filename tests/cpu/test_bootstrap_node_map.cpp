@@ -55,5 +55,28 @@ TEST(BootstrapNodeMap, EveryPeInExactlyOneNode) {
   }
 }
 
+// same_local_rank_team takes one PE per node only when nodes_uniform holds, and every PE must agree on it.
+TEST(BootstrapNodeMap, NodesUniformNeedsEqualContiguousNodes) {
+  EXPECT_TRUE(nodes_uniform(pes{0, 0, 1, 1}));
+  EXPECT_TRUE(nodes_uniform(pes{5, 5, 2, 2, 9, 9}));  // any numbering of the nodes
+  EXPECT_TRUE(nodes_uniform(pes{0, 1, 2}));           // one PE per node
+  EXPECT_TRUE(nodes_uniform(pes{0, 0, 0}));           // one node
+  EXPECT_FALSE(nodes_uniform(pes{}));
+  EXPECT_FALSE(nodes_uniform(pes{0, 0, 0, 1}));        // 3 + 1: the lone PE's node looks regular on its own
+  EXPECT_FALSE(nodes_uniform(pes{0, 0, 1, 1, 2, 3}));  // 2 + 2 + 1 + 1
+  EXPECT_FALSE(nodes_uniform(pes{0, 1, 0, 1}));        // interleaved
+  EXPECT_FALSE(nodes_uniform(pes{0, 0, 1, 1, 0, 0}));  // a node in two blocks
+  EXPECT_FALSE(nodes_uniform(pes{0, 0, 1, 1, 1, 1}));  // 2 + 4
+}
+
+// The layouts that group_nodes makes with SHOAL_EMULATE_NODES: uneven splits are not uniform.
+TEST(BootstrapNodeMap, EmulatedSplitsAreUniformOnlyWhenEven) {
+  for (int n_pes = 1; n_pes <= 9; ++n_pes)
+    for (int k = 1; k <= n_pes; ++k) {
+      std::vector<std::string> hosts(static_cast<std::size_t>(n_pes), "a");
+      EXPECT_EQ(nodes_uniform(group_nodes(hosts, k).node_of_pe), n_pes % k == 0) << n_pes << " PEs, " << k << " nodes";
+    }
+}
+
 }  // namespace
 }  // namespace shoal::detail

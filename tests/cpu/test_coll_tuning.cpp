@@ -206,7 +206,8 @@ TEST(CollTuning, OnStreamCallsAcrossNodesUseLargeShares) {
   team_handle h;
   h.channel_count = 8;
   h.resident_ctas = 132;
-  h.ll_bytes = 1 << 20;
+  h.ll_bytes = 16 << 10;
+  h.staged_bytes = 1 << 20;
   EXPECT_EQ(plan_launch(h, algorithm::one_shot, 64 << 10, 64 << 10).ctas, 8u);
   h.spans_nodes = 1;
   EXPECT_EQ(plan_launch(h, algorithm::one_shot, 64 << 10, 64 << 10).ctas, 1u);
@@ -222,7 +223,7 @@ TEST(CollTuning, OnStreamLLAndOneShotLaunchesOneThreadPerUnit) {
   team_handle h;
   h.channel_count = 128;
   h.resident_ctas = 132;
-  h.ll_bytes = 16 << 10;
+  h.ll_bytes = h.staged_bytes = 16 << 10;
   auto ll = [&](std::uint64_t block_bytes) { return plan_launch(h, algorithm::ll, block_bytes, block_bytes); };
   EXPECT_EQ(ll(4).ctas, 1u);
   EXPECT_EQ(ll(4).threads, 32u);    // one word: one warp
@@ -256,7 +257,7 @@ TEST(CollTuning, OnStreamLLAndOneShotLaunchesOneThreadPerUnit) {
 // each) runs the large algorithm; a forced algorithm and a team across nodes keep the pick.
 TEST(CollTuning, PickForUnitFallsBackWhereTheUnitsShareIsTooLarge) {
   team_handle h;
-  h.ll_bytes = 16 << 10;
+  h.ll_bytes = h.staged_bytes = 16 << 10;
   for (int c = 0; c < kCollectiveCount; ++c) h.tuning.forced[c] = -1;
   for (collective c : {collective::reduce, collective::alltoall}) {
     h.tuning.ll_max_bytes[static_cast<int>(c)] = 64 << 10;
@@ -293,7 +294,7 @@ TEST(CollTuning, OnStreamLLKernelOnlyWhereEveryCTAKeepsLL) {
   team_handle h;
   h.channel_count = 4;
   h.resident_ctas = 132;
-  h.ll_bytes = 16 << 10;  // 8 KiB of payload per LL step: LL kept up to 32 KiB per CTA
+  h.ll_bytes = h.staged_bytes = 16 << 10;  // 8 KiB of payload per LL step: LL kept up to 32 KiB per CTA
   const collective c = collective::reduce;
   EXPECT_TRUE(h.keeps_algorithm(c, algorithm::ll, 32 << 10));
   EXPECT_FALSE(h.keeps_algorithm(c, algorithm::ll, (32 << 10) + 16));

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -218,6 +219,12 @@ std::vector<T> random_values(std::uint64_t seed, std::size_t count, reduce_op op
 // that 16-bit operands are not promoted to a signed int that overflows.
 template <typename A>
 A host_combine(reduce_op op, A a, A b) {
+  if ((op == reduce_op::min || op == reduce_op::max) && std::is_floating_point_v<A>) {
+    // IEEE 754-2019 minimum and maximum, as the library: a NaN wins, -0 < +0.
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<A>::quiet_NaN();
+    const bool take_b = a == b ? std::signbit(a) == (op == reduce_op::max) : (a < b) == (op == reduce_op::max);
+    return take_b ? b : a;
+  }
   switch (op) {
     case reduce_op::min:
       return b < a ? b : a;

@@ -4,6 +4,9 @@
 //    src and dst buffers; the algorithm changes from call to call; each result is checked in the kernel
 //    against the host's reference before the next call.
 //  - Several CTAs at once, each running block-scope reduces on its own channel view of the team.
+#include <chrono>
+#include <thread>
+
 #include "coll_reference.hpp"
 #include "shoal/device.cuh"
 
@@ -239,6 +242,73 @@ TEST(CollMixed, CtasOnSeparateChannels) {
   cudaFree(d_srcs);
   cudaFree(d_dsts);
   barrier_all(w);
+}
+
+// ---- a staged step's data left in the scratch, then an LL step of the same parity
+
+__global__ void reduce_on_channel_0(team_handle t, std::int32_t* dst, const std::int32_t* src, std::size_t count) {
+  reduce(block, t, op::sum, dst, src, count);
+}
+
+// The epoch of the last step on the view's first channel (its counter, less the symmetric mark).
+std::uint64_t last_epoch(const team_handle& h) {
+  std::uint64_t word = 0;
+  if (cudaMemcpy(&word, h.calls + h.channel_first, sizeof(word), cudaMemcpyDeviceToHost) != cudaSuccess)
+    throw std::runtime_error("reading the channel's step counter failed");
+  return word & ~detail::kSymmetricMark;
+}
+
+// A one_shot step stages each member's raw data in the others' scratch; an LL step takes a line once its
+// two flag words hold the step's flag, which is the epoch itself for a long while. Here the staged data
+// holds, where the lines' flag words sit, the epochs of the next steps, and PE 0 enters the LL step late:
+// a PE whose LL step polled the staged step's leftovers would take them as PE 0's line and return a wrong
+// sum. (SHOAL_TEST_SHARED_SCRATCH=1 points the staged steps at the LL lines, as one region held both,
+// to see this test fail.)
+TEST(CollMixed, LLStepTakesNoLineFromAStagedStepsData) {
+  SHOAL_REQUIRE_WORLD(2);
+  SHOAL_REQUIRE_ONE_NODE();  // across nodes no LL runs
+  world& w = *the_world();
+  team_handle h = world_team(w).device_handle().channels(0, 1);
+  if (const char* shared = std::getenv("SHOAL_TEST_SHARED_SCRATCH"); shared != nullptr && shared[0] == '1') {
+    h.staged = h.ll;
+    h.staged_bytes = h.ll_bytes;
+  }
+  constexpr std::size_t kLines = 64, kCount = 4 * kLines;  // staged: 16 bytes a line, 4 int32
+  auto* src = static_cast<std::int32_t*>(w.malloc(kCount * sizeof(std::int32_t)));
+  auto* dst = static_cast<std::int32_t*>(w.malloc(kCount * sizeof(std::int32_t)));
+  barrier_all(w);
+  const std::uint64_t before = last_epoch(h);  // the staged step's epoch is before + 1
+  std::vector<std::int32_t> staged = random_values<std::int32_t>(1300 + std::uint64_t(w.pe()), kCount);
+  for (std::size_t j = 0; j < kLines; ++j) staged[4 * j + 1] = staged[4 * j + 3] = std::int32_t(before + j);
+  CUDA_OK(cudaMemcpy(src, staged.data(), kCount * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  barrier_all(w);
+  reduce_on_channel_0<<<1, 128>>>(h.with_algorithm(collective::reduce, algorithm::one_shot), dst, src, kCount);
+  wait_for_kernel("the staged all-reduce");
+  // LL steps of one word until the next step has the staged step's parity.
+  const team_handle ll = h.with_algorithm(collective::reduce, algorithm::ll);
+  while ((last_epoch(h) + 1) % 2 != (before + 1) % 2) {
+    reduce_on_channel_0<<<1, 128>>>(ll, dst, src, 1);
+    wait_for_kernel("a one-word LL all-reduce");
+  }
+  ASSERT_LT(last_epoch(h) + 1 - before, kLines) << "the staged data must reach the LL step's line";
+
+  const std::size_t ll_count = 2 * kLines;  // 8 bytes a line: every line the staged data covered
+  auto input_of = [](int pe) { return random_values<std::int32_t>(1400 + std::uint64_t(pe), 2 * kLines); };
+  CUDA_OK(cudaMemcpy(src, input_of(w.pe()).data(), ll_count * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  barrier_all(w);
+  if (w.pe() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  reduce_on_channel_0<<<1, 128>>>(ll, dst, src, ll_count);
+  wait_for_kernel("the LL all-reduce");
+  std::vector<std::int32_t> got(ll_count), want = input_of(0);
+  CUDA_OK(cudaMemcpy(got.data(), dst, ll_count * sizeof(std::int32_t), cudaMemcpyDeviceToHost));
+  for (int pe = 1; pe < w.n_pes(); ++pe) {
+    const std::vector<std::int32_t> theirs = input_of(pe);
+    for (std::size_t k = 0; k < ll_count; ++k) want[k] = std::int32_t(std::uint32_t(want[k]) + std::uint32_t(theirs[k]));
+  }
+  for (std::size_t k = 0; k < ll_count; ++k) EXPECT_EQ(got[k], want[k]) << "element " << k << " (line " << k / 2 << ")";
+  barrier_all(w);
+  w.free(dst);
+  w.free(src);
 }
 
 }  // namespace

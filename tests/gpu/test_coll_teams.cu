@@ -110,8 +110,20 @@ TEST(CollTeams, PredefinedQueries) {
   for (int i = 0; i < int(node.size()); ++i) contiguous &= node[i] == node[0] + i;
   if (!contiguous) node = {w.pe()};
   check_queries(node_t, node, world_t, everyone);
+  // Whether every node is regular is the whole job's fact: gather each PE's place in its node.
+  struct place {
+    int node, local_pe, local_size;
+  } mine{w.bootstrap().node(), local_pe, local_size};
+  std::vector<place> all(std::size_t(w.n_pes()));
+  w.bootstrap().all_gather(&mine, all.data(), sizeof(place));
+  bool uniform = w.n_pes() % local_size == 0;
+  for (int pe = 0; pe < w.n_pes(); ++pe) {
+    const place& p = all[std::size_t(pe)];
+    uniform &= p.local_size == local_size && p.local_pe == pe % local_size &&
+               p.node == all[std::size_t(pe - pe % local_size)].node;
+  }
   std::vector<int> same;
-  if (contiguous && w.n_pes() % local_size == 0)
+  if (uniform)
     for (int pe = local_pe; pe < w.n_pes(); pe += local_size) same.push_back(pe);
   else
     same = {w.pe()};
@@ -276,6 +288,8 @@ TEST(CollTeams, SplitRejectsBadArguments) {
   EXPECT_THROW(split_strided(w, world_team(w), 0, 1, 0), shoal::error);
   EXPECT_THROW(split_2d(w, world_team(w), 0), shoal::error);
   EXPECT_THROW(split_2d(w, world_team(w), -2), shoal::error);
+  // A bad xrange on the last PE alone: every PE fails (none waits for the others' vote).
+  EXPECT_THROW(split_2d(w, world_team(w), w.pe() == n - 1 ? 0 : 1), shoal::error);
   EXPECT_EQ(w.heap_usage().used, used) << "a refused split left heap memory allocated";
   // The world team still works.
   run_stream_matrix<std::int32_t>(world_team(w), {.kinds = {coll_kind::reduce}, .counts = {37}}, 500);

@@ -108,7 +108,7 @@ __device__ __forceinline__ void ll_step(const shoal::team_handle& t, int ch, bf1
   if (kTimed) c1 = cycles();
   const int parity = int(epoch & 1);
   const std::uint32_t flag = ll_flag(epoch);
-  std::byte* my_lines = scratch_of(t, ch, parity, me);
+  std::byte* my_lines = ll_lines_of(t, ch, parity, me);
   const std::size_t o = begin + 8 * std::size_t(unit::rank());
   if (o < end) {
     const std::size_t line = (o - begin) / 8 * 16;
@@ -118,11 +118,11 @@ __device__ __forceinline__ void ll_step(const shoal::team_handle& t, int ch, bf1
     if (kTimed) c2 = cycles();
     if (V == variant::lines_only) {
       for (int i = 0; i < n; ++i)
-        if (i != me) (void)ll_load(t, scratch_of(t, ch, parity, i) + line, flag);
+        if (i != me) (void)ll_load(t, ll_lines_of(t, ch, parity, i) + line, flag);
     } else {
       auto acc = acc_word<bf16, std::uint64_t>::from(word);
       for (int i = 0; i < n; ++i)
-        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, ll_lines_of(t, ch, parity, i) + line, flag));
       store_word(d + o, 8, acc.word());
     }
   } else if (kTimed) {
@@ -164,7 +164,7 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
     await_scratch_free(unit, t, ch, s, all_members);
-    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    std::byte* my_lines = ll_lines_of(t, ch, parity, me);
     auto one = [&](std::size_t o, std::size_t m) {
       const std::size_t line = (o - off) / 8 * 16;
       const std::uint64_t word = load_word(src + o, m);
@@ -172,7 +172,7 @@ __device__ __forceinline__ void reduce_ll_copy(const shoal::team_handle& t, int 
         if (j != me) ll_store(member_ptr(t, my_lines, j) + line, kOneLoad ? word : load_word(src + o, m), flag);
       auto acc = acc_word<bf16, std::uint64_t>::from(kOneLoad ? word : load_word(src + o, m));
       for (int i = 0; i < n; ++i)
-        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+        if (i != me) acc.template add<shoal::reduce_op::sum>(ll_load(t, ll_lines_of(t, ch, parity, i) + line, flag));
       store_word(dst + o, m, acc.word());
     };
     if constexpr (kOneWord) {

@@ -51,7 +51,7 @@ __device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, cons
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
     await_scratch_free(unit, t, ch, s, [&](int j) { return sends_to(j); });
-    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    std::byte* my_lines = ll_lines_of(t, ch, parity, me);
     for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
       const std::size_t m = end - o < 8 ? end - o : 8;
       const std::size_t line = (o - off) / 8 * 16;
@@ -66,7 +66,7 @@ __device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, cons
       }
       for (int i = 0; i < n; ++i)
         if (i != me && receives_from(i))
-          store_word(p.dst + i * p.dst_stride + o, m, ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+          store_word(p.dst + i * p.dst_stride + o, m, ll_load(t, ll_lines_of(t, ch, parity, i) + line, flag));
     }
     // A step that is not symmetric says when it is done with its lines (see await_scratch_free).
     if (!p.symmetric) arrive(unit, t, ch, 2 * epoch + 1, false, all_members);
@@ -77,7 +77,7 @@ __device__ inline void exchange_ll(Unit unit, const team_handle& t, int ch, cons
 template <typename Unit, typename SendBlock, typename SendsTo, typename ReceivesFrom>
 __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, const exchange_plan& p, range r,
                                        SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
-  const std::size_t capacity = t.ll_bytes;
+  const std::size_t capacity = t.staged_bytes;
   const int n = t.size(), me = t.index;
   const bool receives_any = [&] {
     for (int i = 0; i < n; ++i)
@@ -90,7 +90,7 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
     const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     await_scratch_free(unit, t, ch, s, [&](int j) { return j != me && sends_to(j); });
-    std::byte* mine = scratch_of(t, ch, parity, me);
+    std::byte* mine = staged_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
       if (j != me && sends_to(j)) send_to_member(unit, t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
     // The own block last: its local copy (HBM) then runs while the remote stores drain over NVLink, instead
@@ -104,7 +104,7 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
     wait_members(unit, t, ch, 2 * epoch, [&](int i) { return receives_from(i); });
     for (int i = 0; i < n; ++i)
       if (i != me && receives_from(i))
-        copy_bytes<true>(p.dst + i * p.dst_stride + off, scratch_of(t, ch, parity, i), len, Unit::rank(),
+        copy_bytes<true>(p.dst + i * p.dst_stride + off, staged_of(t, ch, parity, i), len, Unit::rank(),
                          Unit::size());
   }
   Unit::sync();

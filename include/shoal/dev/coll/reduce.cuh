@@ -64,7 +64,7 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
     const int parity = int(epoch & 1);
     const std::uint32_t flag = ll_flag(epoch);
     await_scratch_free(unit, t, ch, s, all_members);
-    std::byte* my_lines = scratch_of(t, ch, parity, me);
+    std::byte* my_lines = ll_lines_of(t, ch, parity, me);
     for (std::size_t o = off + 8 * std::size_t(Unit::rank()); o < end; o += 8 * std::size_t(Unit::size())) {
       const std::size_t m = end - o < 8 ? end - o : 8;
       const std::size_t line = (o - off) / 8 * 16;
@@ -72,7 +72,7 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
         if (j != me) ll_store(member_ptr(t, my_lines, j) + line, load_word(src + j * stride + o, m), flag);
       auto acc = acc_word<T, std::uint64_t>::from(load_word(src + me * stride + o, m));
       for (int i = 0; i < n; ++i)
-        if (i != me) acc.template add<Op>(ll_load(t, scratch_of(t, ch, parity, i) + line, flag));
+        if (i != me) acc.template add<Op>(ll_load(t, ll_lines_of(t, ch, parity, i) + line, flag));
       store_word(dst + o, m, acc.word());
     }
     Unit::sync();
@@ -82,7 +82,7 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
 // One-shot: stage each member's block into its scratch, one signalled step, reduce locally.
 template <reduce_op Op, source_loads kLoads, typename T, typename Unit>
 __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
-  const std::size_t capacity = t.ll_bytes / sizeof(T);
+  const std::size_t capacity = t.staged_bytes / sizeof(T);
   const int n = t.size(), me = t.index;
   const bool in_place = writes_over_source(p, n);
   for (std::size_t off = r.begin; off < r.end; off += capacity) {
@@ -91,7 +91,7 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
     const std::uint64_t epoch = s.epoch;
     const int parity = int(epoch & 1);
     await_scratch_free(unit, t, ch, s, all_members);
-    std::byte* mine = scratch_of(t, ch, parity, me);
+    std::byte* mine = staged_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
       if (j != me)
         send_to_member(unit, t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
@@ -111,7 +111,7 @@ __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, co
           // Source 0 is this member's own block; the others are the peers' staged blocks, in order.
           if (s == 0) return p.src + me * p.block_stride + off;
           const int from = s <= me ? s - 1 : s;
-          return reinterpret_cast<const T*>(scratch_of(t, ch, parity, from));
+          return reinterpret_cast<const T*>(staged_of(t, ch, parity, from));
         },
         1, [&](int) { return p.dst + off; }, Unit::rank(), Unit::size());
   }

@@ -1,6 +1,7 @@
 // Element arithmetic of the reductions. half and bfloat16 accumulate in float (one rounding at the end);
 // integer sum and prod wrap (computed unsigned, so signed overflow is defined); min and max compare as
-// the element type. Values travel between PEs as raw bits in 8- or 16-byte words.
+// the element type, and on floating types follow IEEE 754-2019 minimum and maximum. Values travel
+// between PEs as raw bits in 8- or 16-byte words.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -48,8 +49,25 @@ __device__ inline T from_acc(acc_t<T> v) {
     return v;
 }
 
+// min and max on floating types: a NaN wins (the canonical quiet NaN comes out) and -0 < +0. Every member
+// combines the inputs in its own order (its own first), so the op must not depend on the order: with
+// `b < a ? b : a`, max(NaN, 1) is NaN on one member and 1 on the other, and min(+0, -0) has either sign,
+// and members that branch on the result part ways.
+template <reduce_op Op, typename A>
+__device__ inline A floating_min_max(A a, A b) {
+  constexpr bool kMax = Op == reduce_op::max;
+  if (a != a || b != b) {
+    if constexpr (sizeof(A) == 4) return __int_as_float(0x7fffffff);
+    return __longlong_as_double(0x7fffffffffffffffll);
+  }
+  if (a == b) return (signbit(a) != 0) == kMax ? b : a;  // equal but for the sign of a zero
+  return (a < b) == kMax ? b : a;
+}
+
 template <reduce_op Op, typename A>
 __device__ inline A combine(A a, A b) {
+  if constexpr ((Op == reduce_op::min || Op == reduce_op::max) && std::is_floating_point_v<A>)
+    return floating_min_max<Op>(a, b);
   if constexpr (Op == reduce_op::min) return b < a ? b : a;
   if constexpr (Op == reduce_op::max) return a < b ? b : a;
   if constexpr (std::is_integral_v<A>) {

@@ -202,9 +202,15 @@ __device__ inline void meet_members(Unit unit, const team_handle& t, int channel
   wait_members(unit, t, channel, value, all_members);
 }
 
-// Scratch of the staged algorithms: what member `from` sends to this PE on `channel` at `parity`.
-__device__ inline std::byte* scratch_of(const team_handle& t, int channel, int parity, int from) {
+// What member `from` sends to this PE on `channel` at `parity`: LL lines, and the staged algorithms' raw
+// data. The two have regions of their own. Left in one, a staged step's bytes could hold, where a line's
+// flag words sit, the very flag of a later LL step of the same parity (small integers do: the flag of
+// epoch e is e), and that step would take them as its peer's line before the peer had written it.
+__device__ inline std::byte* ll_lines_of(const team_handle& t, int channel, int parity, int from) {
   return t.ll + ((std::size_t(channel) * 2 + parity) * t.layout.size + from) * t.ll_bytes;
+}
+__device__ inline std::byte* staged_of(const team_handle& t, int channel, int parity, int from) {
+  return t.staged + ((std::size_t(channel) * 2 + parity) * t.layout.size + from) * t.staged_bytes;
 }
 
 }  // namespace shoal::detail
