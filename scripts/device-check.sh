@@ -37,7 +37,7 @@ SHOALRUN=$BUILD/bin/shoalrun
 source scripts/gpu-sharing.sh
 trap mps_stop EXIT
 most_pes=2
-for n in ${PES:-1 2} ${PERF_PES:-2} ${SANITIZE:+${SANITIZE_PES:-1}}; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
+for n in ${PES:-1 2} ${PERF_PES:-2} ${SANITIZE:+${SANITIZE_PES:-1}} 3; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
 mps_start_for $most_pes
 
 summary=()
@@ -71,6 +71,23 @@ if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_ACROSS_NODES:-0
     unset 'summary[-1]'
     record "gpu tests, 2 PEs on 2 nodes" skip 0 "no network in this build (see CARRIED_UCX)"
   fi
+fi
+
+# Nodes of unequal size: 3 PEs on 2 emulated nodes (2 and 1). same_local_rank_team is each PE alone on every
+# PE alike, and the world's all-reduce never takes the hierarchical path on some PEs only (each PE judging
+# from its own node once made the lone PE's team the whole world).
+if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_ACROSS_NODES:-0}" != 1 ] && [ -z "${EMULATE_NODES:-}" ]; then
+  uneven_nodes() { SHOAL_EMULATE_NODES=2 CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER} launch "$@"; }
+  run_step "team tests, 3 PEs on 2 uneven nodes" gpu_tests_3pe_uneven_nodes.log -- uneven_nodes 3 --timeout 300 -- \
+    "$BUILD/bin/shoal_gpu_tests" --gtest_filter="${GTEST_FILTER:-CollTeams.*:CollHierarchical.*}"
+fi
+
+# The heap in 2 MiB chunks (256 of them at init, more as it grows) under a limit of 256 open files: the
+# chunks' descriptors cross between the PEs of a node in batches, not all at once.
+if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
+  small_chunks() { (ulimit -n 256 && SHOAL_HEAP_SIZE=512M SHOAL_HEAP_CHUNK_SIZE=2M launch "$@"); }
+  run_step "heap tests, 2 MiB chunks, 256 files" gpu_tests_small_chunks.log -- small_chunks 2 --timeout 300 -- \
+    "$BUILD/bin/shoal_gpu_tests" --gtest_filter="${GTEST_FILTER:-Heap.*:Register.*}"
 fi
 
 for example in ring_exchange allreduce halo_exchange moe_dispatch_combine; do

@@ -1,7 +1,7 @@
 // Host-initiated RMA and atomics on symmetric objects, blocking: each call has completed (the data or
 // the update is visible at the target) when it returns, except atomic_set to a PE on another node, which
-// the proxy completes by quiet() (the other atomics fetch, so they wait). Within a node data moves with the
-// GPU's copy engines (p and g too); atomics launch a one-thread kernel on the world's internal stream. For
+// the proxy completes by quiet() or barrier_all() (the other atomics fetch, so they wait). Within a node data moves
+// with the GPU's copy engines (p and g too); atomics launch a one-thread kernel on the world's internal stream. For
 // calls ordered with your own GPU work, use the *_on_stream forms of shoal/stream.hpp instead.
 // Errors (PE out of range, address outside the heap, unreachable PE) throw shoal::error naming the call.
 #pragma once

@@ -130,23 +130,15 @@ std::uint64_t parse_bytes(const char* name, std::string_view text) {
   if (text.empty() || ec != std::errc{}) reject(name, text, "a size such as 4096, 64K, 2M or 1G");
   std::string suffix(end, text.data() + text.size());
   std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return std::toupper(c); });
-  if (suffix.ends_with("IB"))
-    suffix.resize(suffix.size() - 2);
-  else if (suffix.size() == 2 && suffix.back() == 'B')
-    suffix.pop_back();
-  int shift = 0;
-  if (suffix.empty() || suffix == "B")
-    shift = 0;
-  else if (suffix == "K")
-    shift = 10;
-  else if (suffix == "M")
-    shift = 20;
-  else if (suffix == "G")
-    shift = 30;
-  else if (suffix == "T")
-    shift = 40;
-  else
-    reject(name, text, "a size such as 4096, 64K, 2M or 1G");
+  // Bytes, or a prefix alone, with B, or with iB: "", "B", "K", "KB", "KIB", ... and nothing else.
+  int shift = -1;
+  if (suffix.empty() || suffix == "B") shift = 0;
+  for (const auto& [prefix, bits] : {std::pair{'K', 10}, {'M', 20}, {'G', 30}, {'T', 40}})
+    if (!suffix.empty() && suffix[0] == prefix) {
+      const std::string_view rest = std::string_view(suffix).substr(1);
+      if (rest.empty() || rest == "B" || rest == "IB") shift = bits;
+    }
+  if (shift < 0) reject(name, text, "a size such as 4096, 64K, 2M or 1G");
   if (shift > 0 && value > (UINT64_MAX >> shift)) reject(name, text, "a size that fits in 64 bits");
   return value << shift;
 }
@@ -167,9 +159,13 @@ double parse_seconds(const char* name, std::string_view text) {
     scale = 60.0;
     s.pop_back();
   }
+  // strtod also takes leading spaces, hexadecimal and "inf": only digits, a point and an exponent here.
+  if (s.empty() || s.find_first_not_of("0123456789.eE+-") != std::string::npos ||
+      !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.'))
+    reject(name, text, "a non-negative duration such as 30, 2.5, 500ms or 5m");
   char* end = nullptr;
   errno = 0;
-  double value = s.empty() ? NAN : std::strtod(s.c_str(), &end);
+  double value = std::strtod(s.c_str(), &end);
   if (s.empty() || errno != 0 || end != s.c_str() + s.size() || !std::isfinite(value) || value < 0)
     reject(name, text, "a non-negative duration such as 30, 2.5, 500ms or 5m");
   return value * scale;

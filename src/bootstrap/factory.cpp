@@ -83,6 +83,7 @@ id_contents decode_id(const unique_id& id) {
   std::size_t pos = sizeof kIdMagic;
   id_contents c;
   for (std::string* s : {&c.addr, &c.secret}) {
+    if (pos >= id.bytes.size()) throw bad();
     auto n = static_cast<std::size_t>(in[pos++]);
     if (n == 0 || pos + n > id.bytes.size()) throw bad();
     s->assign(reinterpret_cast<const char*>(in + pos), n);

@@ -86,10 +86,13 @@ void quiet(world& w) {
   s.require_device("shoal::quiet");
   if (s.proxy) detail::proxy_quiet_on_stream(s, s.stream);  // host atomics to other nodes that fetch nothing
   detail::proxy_synchronize(s, s.stream);
+  s.host_atomics_posted = false;
 }
 
 void barrier_all(world& w) {
   world::impl& s = w.internals();
+  // Its contract covers the host atomics to other nodes that were only posted (atomic_set): complete them.
+  if (s.host_atomics_posted) quiet(w);
   if (s.device != kNoDevice) SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   s.boot->barrier();
 }
@@ -100,6 +103,7 @@ T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) 
   if (s.proxy && s.on_other_node(pe)) {
     s.check_pe(pe, "shoal::atomic");
     s.offset_of(target, sizeof(T), "shoal::atomic");  // on another node only heap objects are reachable
+    s.host_atomics_posted |= kind == atomic_kind::set;  // posted, not waited for: quiet or barrier_all completes it
   } else {
     s.reachable(target, sizeof(T), pe, "shoal::atomic");
   }

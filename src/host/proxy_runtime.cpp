@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <span>
 
 #include "base/config.hpp"
@@ -80,11 +81,19 @@ void proxy_runtime::open_payload_windows() {
 void proxy_runtime::shutdown() {
   if (!engine_) return;
   boot_.barrier();  // every PE is past its last request
-  engine_->stop();
+  // A failure the engine recorded is raised after the second barrier: the other PEs wait there, and a PE
+  // that left early would hold them until the bootstrap's timeout, which then names a live PE.
+  std::exception_ptr failure;
+  try {
+    engine_->stop();
+  } catch (...) {
+    failure = std::current_exception();
+  }
   engine_.reset();
   memory_.reset();
   boot_.barrier();  // no engine sends any more: the networks may close
   net_.reset();
+  if (failure) std::rethrow_exception(failure);
 }
 
 proxy_runtime::~proxy_runtime() {

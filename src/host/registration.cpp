@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
@@ -26,31 +28,76 @@ void world::impl::upload_registrations() {
   SHOAL_CUDA_CHECK(cudaMemcpy(registration_table, &table, sizeof(table), cudaMemcpyHostToDevice));
 }
 
+namespace {
+
+// What each PE brings to a registration: its buffer's CUDA IPC handle and offset inside the allocation,
+// or why it cannot take part. Gathered from every PE before anything is opened, so a PE whose buffer is
+// bad fails with the others instead of leaving them waiting.
+struct registration_offer {
+  cudaIpcMemHandle_t handle;
+  std::uint64_t offset;
+  std::int32_t ok;
+};
+
+// Every PE's `ok`, gathered: throws on every PE when one is false, this PE's own reason first.
+void vote(world::impl& w, bool ok, const std::string& why, const char* call) {
+  const std::int32_t mine = ok ? 1 : 0;
+  std::vector<std::int32_t> all(std::size_t(w.boot->n_pes()));
+  w.boot->all_gather(&mine, all.data(), sizeof(mine));
+  if (!ok) throw error(errc::invalid_argument, call, why + "; no PE registered it");
+  for (int pe = 0; pe < w.boot->n_pes(); ++pe)
+    if (all[std::size_t(pe)] == 0)
+      throw error(errc::invalid_argument, call,
+                  fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", pe));
+}
+
+}  // namespace
+
 void world::register_buffer(void* p, std::size_t bytes) {
   impl& w = *impl_;
   const char* call = "shoal::world::register_buffer";
   w.require_device(call);
-  if (p == nullptr || bytes == 0) throw error(errc::invalid_argument, call, "null pointer or zero size");
   if (w.registrations.size() >= std::size_t(detail::registration_table::kCapacity))
     throw error(errc::invalid_argument, call,
                 fmt::format("{} buffers are registered already, the most there can be", w.registrations.size()));
   w.agree(impl::collective_kind::register_buffer, bytes, 0, call);
 
-  // Each PE exports the allocation holding its buffer, with the buffer's offset inside it.
-  struct exported {
-    cudaIpcMemHandle_t handle;
-    std::uint64_t offset;
-  } mine{};
+  // Each PE offers the allocation holding its buffer, with the buffer's offset inside it. The buffer
+  // must lie inside that allocation: RMA checks addresses against [p, p + bytes), and a range past the
+  // allocation's end would let them write into whatever memory follows it on the peers.
+  registration_offer mine{};
+  std::string why;
   CUdeviceptr allocation = 0;
   std::size_t allocation_size = 0;
-  SHOAL_CU_CHECK(
-      detail::driver().mem_get_address_range(&allocation, &allocation_size, reinterpret_cast<CUdeviceptr>(p)));
-  SHOAL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(allocation)));
-  mine.offset = reinterpret_cast<CUdeviceptr>(p) - allocation;
-  std::vector<exported> all(std::size_t(w.boot->n_pes()));
-  w.boot->all_gather(&mine, all.data(), sizeof(exported));
+  const auto address = reinterpret_cast<CUdeviceptr>(p);
+  if (p == nullptr || bytes == 0) {
+    why = fmt::format("a null pointer or zero size ({}, {} bytes)", p, bytes);
+  } else if (detail::driver().mem_get_address_range(&allocation, &allocation_size, address) != CUDA_SUCCESS) {
+    why = fmt::format("{} is not in a CUDA device allocation", p);
+  } else if (bytes > allocation_size - (address - allocation)) {
+    why = fmt::format("[{}, +{} bytes) runs past the end of its CUDA allocation ({} bytes from {:#x})", p, bytes,
+                      allocation_size, allocation);
+  } else if (const cudaError_t e = cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(allocation));
+             e != cudaSuccess) {
+    (void)cudaGetLastError();
+    why = fmt::format(
+        "cudaIpcGetMemHandle refused {} ({}): memory from cudaMalloc or a pool allocator that "
+        "exports it can be registered",
+        p, cudaGetErrorString(e));
+  } else {
+    mine.offset = address - allocation;
+    mine.ok = 1;
+  }
+  std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
+  w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
+  vote(w, mine.ok != 0, why, call);
 
   impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
+  auto release = [&] {
+    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+    if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
+  };
+  why.clear();
   try {
     for (int pe : w.boot->node_pes()) {
       if (pe == w.boot->pe()) {
@@ -58,16 +105,21 @@ void world::register_buffer(void* p, std::size_t bytes) {
         continue;
       }
       void* mapped = nullptr;
-      SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[pe].handle, cudaIpcMemLazyEnablePeerAccess));
+      SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[std::size_t(pe)].handle, cudaIpcMemLazyEnablePeerAccess));
       r.ipc_mappings.push_back(mapped);
-      r.peers.push_back(static_cast<std::byte*>(mapped) + all[pe].offset);
+      r.peers.push_back(static_cast<std::byte*>(mapped) + all[std::size_t(pe)].offset);
     }
     SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
     SHOAL_CUDA_CHECK(
         cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
+  } catch (const error& e) {
+    why = e.what();
+  }
+  // Every PE registers the buffer or none does: the tables that kernels read stay alike everywhere.
+  try {
+    vote(w, why.empty(), why, call);
   } catch (...) {
-    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-    if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
+    release();
     throw;
   }
   w.registrations.push_back(std::move(r));
@@ -81,14 +133,19 @@ void world::unregister_buffer(void* p) {
   w.require_device(call);
   auto it = std::find_if(w.registrations.begin(), w.registrations.end(),
                          [&](const impl::registration& r) { return r.base == p; });
+  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+  // The tables are alike on every PE, so every PE names the same entry, or the call is mismatched; a
+  // pointer that is not registered anywhere fails on every PE alike.
+  const std::uint64_t entry =
+      it == w.registrations.end() ? ~std::uint64_t{0} : std::uint64_t(it - w.registrations.begin());
+  w.agree(impl::collective_kind::unregister_buffer, entry, 0, call);
   if (it == w.registrations.end())
     throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
-  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
-  w.agree(impl::collective_kind::unregister_buffer, it->bytes, 0, call);
   for (void* m : it->ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
   SHOAL_CUDA_LOG(cudaFree(it->device_peers));
   w.registrations.erase(it);
   w.upload_registrations();
+  w.boot->barrier();  // every peer has closed its mapping of this PE's buffer: the caller may free it
 }
 
 }  // namespace shoal

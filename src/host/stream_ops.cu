@@ -1,4 +1,6 @@
 // Stream-ordered RMA, signals, waits and barriers (shoal/stream.hpp).
+#include <cstdio>
+
 #include "coll/stream_common.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
@@ -73,6 +75,14 @@ void require_stream_ordered(const void* local, const char* call) {
                 "captured in a CUDA graph; use device memory or pinned host memory (cudaMallocHost / "
                 "cudaHostRegister)");
 }
+// A signal word is a 64-bit atomic: misaligned, the kernel that updates or waits on it would fault and
+// take the CUDA context with it.
+void require_signal_word(const std::uint64_t* sig, const char* call) {
+  if (reinterpret_cast<std::uintptr_t>(sig) % alignof(std::uint64_t) == 0) return;
+  char text[80];
+  std::snprintf(text, sizeof text, "the signal word %p is not 8-byte aligned", static_cast<const void*>(sig));
+  throw error(errc::invalid_argument, call, text);
+}
 }  // namespace
 
 // PEs on other nodes: the device call in a one-thread kernel on the stream (proxy_calls.hpp).
@@ -107,6 +117,7 @@ void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  require_signal_word(sig, "shoal::put_signal_on_stream");
   if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::put_signal_on_stream")) {
     w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
     if (bytes != 0) require_stream_ordered(src, "shoal::put_signal_on_stream");
@@ -120,6 +131,7 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
+  require_signal_word(sig, "shoal::signal_op_on_stream");
   if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::signal_op_on_stream"))
     return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);
   auto* remote_sig = static_cast<std::uint64_t*>(
@@ -129,6 +141,7 @@ void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_
 
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {
   world::impl& s = w.internals();
+  require_signal_word(sig, "shoal::signal_wait_until_on_stream");
   s.reachable(sig, sizeof(std::uint64_t), w.pe(), "shoal::signal_wait_until_on_stream");
   if (op == cmp::ge || op == cmp::eq) {
     unsigned flags = op == cmp::ge ? CU_STREAM_WAIT_VALUE_GEQ : CU_STREAM_WAIT_VALUE_EQ;

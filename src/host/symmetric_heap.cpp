@@ -15,6 +15,9 @@ namespace {
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t granule) { return (value + granule - 1) / granule * granule; }
 
+// Chunks whose descriptors one exchange between node-local PEs carries (grow_to).
+constexpr std::size_t kChunksPerExchange = 64;
+
 CUmemAllocationProp chunk_properties(int device) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -130,27 +133,31 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
                             pe == boot_.pe() ? ": " + failure : ""));
   }
 
-  // 2. Map mine into my slot, export them, and pass the descriptors to every node-local peer.
-  fd_list exported;
-  for (std::size_t i = 0; i < n_chunks; ++i) {
-    map_and_enable(created[i], reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
-    int fd = -1;
-    SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, created[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    exported.fds.push_back(fd);
-  }
-  for (int peer = 0; peer < boot_.local_size(); ++peer)
-    if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
-
-  // 3. Import each peer's chunks into that peer's slot.
-  for (int peer = 0; peer < boot_.local_size(); ++peer) {
-    if (peer == boot_.local_pe()) continue;
-    fd_list received{boot_.recv_fds(peer, n_chunks)};
-    for (std::size_t i = 0; i < n_chunks; ++i) {
-      CUmemGenericAllocationHandle handle{};
-      SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
-          &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
-          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-      map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + i * chunk_size_);
+  // 2–3. Batch by batch of chunks: map mine into my slot, export them, pass the descriptors to every
+  //      node-local peer, and import each peer's into that peer's slot. A batch bounds the descriptors open
+  //      at once (mine of the batch, and one peer's): a growth by hundreds of chunks (a small
+  //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the process's limit of open files.
+  for (std::size_t first = 0; first < n_chunks; first += kChunksPerExchange) {
+    const std::size_t count = std::min(kChunksPerExchange, n_chunks - first);
+    fd_list exported;
+    for (std::size_t i = first; i < first + count; ++i) {
+      map_and_enable(created[i], reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
+      int fd = -1;
+      SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, created[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      exported.fds.push_back(fd);
+    }
+    for (int peer = 0; peer < boot_.local_size(); ++peer)
+      if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
+    for (int peer = 0; peer < boot_.local_size(); ++peer) {
+      if (peer == boot_.local_pe()) continue;
+      fd_list received{boot_.recv_fds(peer, count)};
+      for (std::size_t i = 0; i < count; ++i) {
+        CUmemGenericAllocationHandle handle{};
+        SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
+            &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + (first + i) * chunk_size_);
+      }
     }
   }
   const std::uint64_t before = mapped_;

@@ -219,6 +219,12 @@ world::~world() {
   impl_->world_team.reset();
   try {
     if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
+    // This PE's mappings of the peers' registered buffers close before the barrier, so that once it
+    // returns no peer has this PE's buffers open and the user may free them.
+    for (impl::registration& r : impl_->registrations) {
+      for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+      r.ipc_mappings.clear();
+    }
     impl_->boot->barrier();  // no PE unmaps while a peer may still touch its memory
     if (impl_->proxy) impl_->proxy->shutdown();
   } catch (const std::exception& e) {
@@ -227,17 +233,21 @@ world::~world() {
   if (impl_->heap) impl_->heap->on_growth({});  // it calls the proxy
   impl_->proxy.reset();
   for (impl::registration& r : impl_->registrations) {
-    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));  // left if the barrier threw
     SHOAL_CUDA_LOG(cudaFree(r.device_peers));
   }
-  if (impl_->registration_table) SHOAL_CUDA_LOG(cudaFree(impl_->registration_table));
-  impl_->heap.reset();
-  if (impl_->local_index) SHOAL_CUDA_LOG(cudaFree(impl_->local_index));
-  if (impl_->atomic_result) SHOAL_CUDA_LOG(cudaFreeHost(impl_->atomic_result));
-  if (impl_->stream) SHOAL_CUDA_LOG(cudaStreamDestroy(impl_->stream));
-  impl_->side.destroy();
-  impl_->network.destroy();
-  impl_->pair.destroy();
+  impl_->release_cuda_resources();
+}
+
+void world::impl::release_cuda_resources() noexcept {
+  if (registration_table) SHOAL_CUDA_LOG(cudaFree(std::exchange(registration_table, nullptr)));
+  heap.reset();
+  if (local_index) SHOAL_CUDA_LOG(cudaFree(std::exchange(local_index, nullptr)));
+  if (atomic_result) SHOAL_CUDA_LOG(cudaFreeHost(std::exchange(atomic_result, nullptr)));
+  if (stream) SHOAL_CUDA_LOG(cudaStreamDestroy(std::exchange(stream, nullptr)));
+  side.destroy();
+  network.destroy();
+  pair.destroy();
 }
 
 void forked_stream::ensure() {
@@ -300,6 +310,13 @@ void* world::impl::align(std::size_t alignment, std::size_t bytes) {
 }
 
 void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
+
+std::size_t world::array_bytes(std::size_t count, std::size_t size) {
+  if (size != 0 && count > SIZE_MAX / size)
+    throw error(errc::invalid_argument, "shoal::world::malloc_array",
+                fmt::format("{} elements of {} bytes overflow", count, size));
+  return count * size;
+}
 
 void* world::impl::calloc(std::size_t count, std::size_t size) {
   if (size != 0 && count > SIZE_MAX / size)
@@ -387,7 +404,14 @@ world init(init_options options) {
   // the user chose; this takes effect only if CUDA has not started in this process yet (else start_proxy
   // warns).
   if (state->boot->n_nodes() > 1 && options.device != kNoDevice) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  if (options.device != kNoDevice) setup_device(*state, options.device);
+  if (options.device != kNoDevice) {
+    try {
+      setup_device(*state, options.device);
+    } catch (...) {
+      state->release_cuda_resources();  // a failed init (the heap larger than the GPU, say) leaks nothing
+      throw;
+    }
+  }
   world w(std::move(state));
   if (options.device != kNoDevice) {
     // Internal words first, so they sit at the same offset on every PE.

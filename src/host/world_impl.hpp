@@ -85,6 +85,8 @@ struct world::impl {
   std::vector<registration> registrations;
   detail::registration_table* registration_table = nullptr;  // device memory
   void upload_registrations();
+  // Frees the CUDA objects this world made (finalize, or an init that failed partway); each only once.
+  void release_cuda_resources() noexcept;
   // The registration holding [p, p + bytes), or null.
   const registration* registered(const void* p, std::size_t bytes) const;
 
@@ -96,6 +98,9 @@ struct world::impl {
   // The proxy transport, when the PEs span nodes and the build has a network (UCX); else null, and PEs
   // on other nodes cannot be reached.
   std::unique_ptr<detail::proxy_runtime> proxy;
+  // A host atomic_set to another node was posted through the proxy since the last quiet: barrier_all must
+  // complete it (shoal/host_rma.hpp).
+  bool host_atomics_posted = false;
   // False for PEs out of range too: the callers' checks that follow report those.
   bool on_other_node(int pe) const {
     return pe >= 0 && std::size_t(pe) < node_of.size() && node_of[std::size_t(pe)] != node_of[std::size_t(boot->pe())];

@@ -201,6 +201,7 @@ class cuda_local_memory final : public local_memory {
     for (const batch& b : batches_) events_.push_back(b.done);
     batches_.clear();
     completed_ = issued_;
+    staged_since_flush_ = false;
     recycle();
   }
 
@@ -216,6 +217,7 @@ class cuda_local_memory final : public local_memory {
     }
     SHOAL_CUDA_CHECK(cudaEventRecord(done, stream_));
     batches_.push_back({done, pending_.size(), reads_.size()});
+    staged_since_flush_ = false;  // this flush's event follows every copy from staging so far
     return ++issued_;
   }
 
@@ -261,9 +263,10 @@ class cuda_local_memory final : public local_memory {
   }
 
   // No flush outstanding: the old-value slots and staging are free again, once nothing issued since
-  // the last flush still needs them.
+  // the last flush still needs them. A write staged since then may still be queued behind the stream's
+  // other work, reading its staging: that staging is not free until a flush's event has passed it.
   void recycle() {
-    if (atomics_done_ != pending_.size() || reads_done_ != reads_.size()) return;
+    if (atomics_done_ != pending_.size() || reads_done_ != reads_.size() || staged_since_flush_) return;
     pending_.clear();
     reads_.clear();
     atomics_done_ = reads_done_ = 0;
@@ -276,6 +279,7 @@ class cuda_local_memory final : public local_memory {
     if (staged_ + bytes > kStagingBytes) flush();
     std::byte* at = staging_ + staged_;
     staged_ += (bytes + 63) / 64 * 64;
+    staged_since_flush_ = true;
     return at;
   }
 
@@ -300,6 +304,7 @@ class cuda_local_memory final : public local_memory {
   std::vector<std::uint64_t*> pending_;  // where each old value goes at flush()
   std::byte* staging_ = nullptr;         // pinned
   std::size_t staged_ = 0;               // bytes of staging in use until flush()
+  bool staged_since_flush_ = false;      // staging handed out since the last flush began
   std::vector<staged_read> reads_;
   std::size_t atomics_done_ = 0, reads_done_ = 0;  // prefixes of pending_ and reads_ already stored
   std::deque<batch> batches_;                      // flushes begun and not yet seen complete, oldest first

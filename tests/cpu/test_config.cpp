@@ -89,6 +89,22 @@ TEST(Config, BytesSuffixes) {
   EXPECT_EQ(parse_bytes("X", "1GB"), 1ull << 30);
   EXPECT_THROW(parse_bytes("X", "1Z"), shoal::error);
   EXPECT_THROW(parse_bytes("X", "99999999999T"), shoal::error);
+  EXPECT_EQ(parse_bytes("X", "7B"), 7u);
+  EXPECT_EQ(parse_bytes("X", "1tib"), 1ull << 40);
+  // Suffixes that only look like sizes.
+  for (const char* bad : {"1BB", "1IB", "1KK", "1KBB", "1MiBs", "1 K", "K"})
+    EXPECT_THROW(parse_bytes("X", bad), shoal::error) << bad;
+}
+
+TEST(Config, SecondsTakeDecimalNumbersOnly) {
+  EXPECT_DOUBLE_EQ(parse_seconds("X", "30"), 30.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("X", "2.5"), 2.5);
+  EXPECT_DOUBLE_EQ(parse_seconds("X", ".5s"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_seconds("X", "500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_seconds("X", "5m"), 300.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("X", "1e1"), 10.0);
+  for (const char* bad : {"0x10", " 5", "inf", "nan", "-1", "", "s", "5 s", "+5"})
+    EXPECT_THROW(parse_seconds("X", bad), shoal::error) << '"' << bad << '"';
 }
 
 }  // namespace

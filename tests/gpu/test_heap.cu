@@ -98,6 +98,9 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   // More than the heap may ever hold.
   expect_error(errc::out_of_memory, "SHOAL_HEAP_MAX_SIZE", [&] { w.malloc(before.max_size + 1); });
   EXPECT_EQ(w.heap_usage().used, before.used);
+  // An element count whose bytes overflow (it wrapped to a small allocation).
+  expect_error(errc::invalid_argument, "overflow", [&] { w.malloc_array<double>(SIZE_MAX / 8 + 2); });
+  EXPECT_EQ(w.heap_usage().used, before.used);
   // Double free and foreign pointers.
   w.free(obj);
   expect_error(errc::invalid_argument, "not the start of a live allocation", [&] { w.free(obj); });

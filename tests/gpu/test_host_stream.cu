@@ -101,6 +101,12 @@ TEST(Stream, PutSignalAndWaitOnStream) {
   get_on_stream(w, copy, inbox, n, next_pe(w), s);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(first_mismatch(download(copy, n), random_bytes(4 * 100 + w.pe(), n)), -1);
+  // A misaligned signal word is refused before anything is enqueued: its kernel would fault.
+  auto* crooked = reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::byte*>(sig) + 4);
+  EXPECT_THROW(signal_op_on_stream(w, crooked, 1, sig_op::add, next_pe(w), s), shoal::error);
+  EXPECT_THROW(put_signal_on_stream(w, inbox, src, 8, crooked, 1, sig_op::set, next_pe(w), s), shoal::error);
+  EXPECT_THROW(signal_wait_until_on_stream(w, crooked, cmp::gt, 1, s), shoal::error);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   barrier_all(w);
 }
 

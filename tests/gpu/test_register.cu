@@ -62,5 +62,51 @@ TEST(Register, UserBufferActsSymmetric) {
   cudaFree(user);
 }
 
+// A registration that one PE cannot make fails on every PE, and leaves no PE with the buffer registered;
+// an unregistration that not every PE names alike fails on every PE too. Afterwards the world registers
+// as before.
+TEST(Register, BadRequestsFailOnEveryPE) {
+  SHOAL_REQUIRE_WORLD(1);
+  SHOAL_REQUIRE_ONE_NODE();
+  shoal::world& w = *the_world();
+  const std::size_t n = 1 << 20;
+  std::byte* user = nullptr;
+  ASSERT_EQ(cudaMalloc(&user, n), cudaSuccess);
+  auto expect_failure = [&](auto call, const char* what, const char* needle) {
+    try {
+      call();
+      ADD_FAILURE() << what << " was accepted";
+    } catch (const shoal::error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  // Past the end of the CUDA allocation: RMA would reach whatever memory follows it.
+  expect_failure([&] { w.register_buffer(user + 4096, n); }, "a buffer past its allocation", "past the end");
+  EXPECT_THROW(w.ptr(user + 4096, 0), shoal::error) << "the failed registration left the buffer symmetric";
+  if (w.n_pes() > 1) {
+    // One PE's pointer is not device memory; the others' are fine.
+    int on_host = 0;
+    void* mine = w.pe() == 1 ? static_cast<void*>(&on_host) : static_cast<void*>(user);
+    expect_failure([&] { w.register_buffer(mine, 4096); }, "a host pointer on PE 1",
+                   w.pe() == 1 ? "not in a CUDA device allocation" : "PE 1 could not register");
+    EXPECT_THROW(w.ptr(user, 0), shoal::error);
+    // Registered everywhere, then unregistered by PE 0 alone: every PE fails, and the buffer stays registered.
+    w.register_buffer(user, n);
+    std::byte* other = nullptr;
+    ASSERT_EQ(cudaMalloc(&other, 4096), cudaSuccess);
+    w.register_buffer(other, 4096);
+    expect_failure([&] { w.unregister_buffer(w.pe() == 0 ? user : other); }, "unregistering different buffers",
+                   "disagree");
+    EXPECT_NE(w.ptr(user, 0), nullptr) << "a mismatched unregistration took the buffer out";
+    w.unregister_buffer(other);
+    cudaFree(other);
+  } else {
+    w.register_buffer(user, n);
+  }
+  EXPECT_NE(w.ptr(user, 0), nullptr);
+  w.unregister_buffer(user);
+  cudaFree(user);
+}
+
 }  // namespace
 }  // namespace shoal::gpu_test

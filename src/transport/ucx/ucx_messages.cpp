@@ -192,10 +192,13 @@ void ucx_network::deliver(inbound* m) {
     inbound* m;
     ~give_back() { net->release_inbound(m); }
   } guard{this, m};
-  if (m->failed) {
-    SHOAL_LOG_WARN(transport, "UCX: message #{} from PE {} lost: its data could not be received", m->seq, m->from);
-    return;
-  }
+  // A lost message cannot be skipped: the ones after it (a put_signal's signal after its data, the ack
+  // its sender waits for) would be applied as if it had landed. The engine fails, naming the peer.
+  if (m->failed)
+    throw error(errc::peer_failure, "network::progress",
+                fmt::format("UCX: message #{} from PE {} was lost (its data could not be received); the messages "
+                            "after it are not applied",
+                            m->seq, m->from));
   const handler_slot& h = handlers_[m->handler];
   if (!h.fn)
     throw error(errc::internal, "network::progress",
