@@ -70,8 +70,12 @@ void world::register_buffer(void* p, std::size_t bytes) {
   CUdeviceptr allocation = 0;
   std::size_t allocation_size = 0;
   const auto address = reinterpret_cast<CUdeviceptr>(p);
+  cudaPointerAttributes attributes{};
   if (p == nullptr || bytes == 0) {
     why = fmt::format("a null pointer or zero size ({}, {} bytes)", p, bytes);
+  } else if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
+    (void)cudaGetLastError();
+    why = fmt::format("{} is not in a CUDA device allocation", p);
   } else if (detail::driver().mem_get_address_range(&allocation, &allocation_size, address) != CUDA_SUCCESS) {
     why = fmt::format("{} is not in a CUDA device allocation", p);
   } else if (bytes > allocation_size - (address - allocation)) {
