@@ -133,51 +133,32 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
                             pe == boot_.pe() ? ": " + failure : ""));
   }
 
-  const std::size_t mappings_before = mappings_.size();
-  try {
-    // 2–3. Batch by batch of chunks: map mine into my slot, export them, pass the descriptors to every
-    //      node-local peer, and import each peer's into that peer's slot. A batch bounds the descriptors open
-    //      at once (mine of the batch, and one peer's): a growth by hundreds of chunks (a small
-    //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the process's limit of open files.
-    for (std::size_t first = 0; first < n_chunks; first += kChunksPerExchange) {
-      const std::size_t count = std::min(kChunksPerExchange, n_chunks - first);
-      fd_list exported;
-      for (std::size_t i = first; i < first + count; ++i) {
-        map_and_enable(created[i], reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
-        int fd = -1;
-        SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, created[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-        exported.fds.push_back(fd);
-      }
-      for (int peer = 0; peer < boot_.local_size(); ++peer)
-        if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
-      for (int peer = 0; peer < boot_.local_size(); ++peer) {
-        if (peer == boot_.local_pe()) continue;
-        fd_list received{boot_.recv_fds(peer, count)};
-        for (std::size_t i = 0; i < count; ++i) {
-          CUmemGenericAllocationHandle handle{};
-          SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
-              &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
-              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-          map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + (first + i) * chunk_size_);
-        }
+  // 2–3. Batch by batch of chunks: map mine into my slot, export them, pass the descriptors to every
+  //      node-local peer, and import each peer's into that peer's slot. A batch bounds the descriptors open
+  //      at once (mine of the batch, and one peer's): a growth by hundreds of chunks (a small
+  //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the process's limit of open files.
+  for (std::size_t first = 0; first < n_chunks; first += kChunksPerExchange) {
+    const std::size_t count = std::min(kChunksPerExchange, n_chunks - first);
+    fd_list exported;
+    for (std::size_t i = first; i < first + count; ++i) {
+      map_and_enable(created[i], reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
+      int fd = -1;
+      SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, created[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      exported.fds.push_back(fd);
+    }
+    for (int peer = 0; peer < boot_.local_size(); ++peer)
+      if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
+    for (int peer = 0; peer < boot_.local_size(); ++peer) {
+      if (peer == boot_.local_pe()) continue;
+      fd_list received{boot_.recv_fds(peer, count)};
+      for (std::size_t i = 0; i < count; ++i) {
+        CUmemGenericAllocationHandle handle{};
+        SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
+            &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + (first + i) * chunk_size_);
       }
     }
-  } catch (...) {
-    // Nothing of this growth stays mapped: unmap what was (the peers' chunks included) and release this
-    // PE's new chunks, so the heap is as it was and may grow again. The peers waiting for this PE's
-    // descriptors fail too, with the bootstrap's error.
-    auto in_this_growth = [&](CUmemGenericAllocationHandle h) {
-      return std::any_of(mappings_.begin() + std::ptrdiff_t(mappings_before), mappings_.end(),
-                         [&](const mapping& m) { return m.handle == h; });
-    };
-    for (auto handle : created)
-      if (!in_this_growth(handle)) cu.mem_release(handle);
-    for (std::size_t k = mappings_.size(); k > mappings_before; --k) {
-      cu.mem_unmap(mappings_[k - 1].address, mappings_[k - 1].size);
-      cu.mem_release(mappings_[k - 1].handle);
-    }
-    mappings_.resize(mappings_before);
-    throw;
   }
   const std::uint64_t before = mapped_;
   mapped_ = target;
