@@ -91,7 +91,13 @@ void proxy_runtime::shutdown() {
   }
   engine_.reset();
   memory_.reset();
-  boot_.barrier();  // no engine sends any more: the networks may close
+  try {
+    boot_.barrier();  // no engine sends any more: the networks may close
+  } catch (const std::exception& e) {
+    // The engine's failure is the cause; the barrier's error (a peer gone) follows from it.
+    if (!failure) throw;
+    SHOAL_LOG_WARN(base, "proxy shutdown: {}", e.what());
+  }
   net_.reset();
   if (failure) std::rethrow_exception(failure);
 }

@@ -92,6 +92,7 @@ void world::register_buffer(void* p, std::size_t bytes) {
     mine.offset = address - allocation;
     mine.ok = 1;
   }
+  w.registrations.reserve(w.registrations.size() + 1);  // nothing after the last vote may fail on one PE
   std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
   w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
   vote(w, mine.ok != 0, why, call);
@@ -116,7 +117,7 @@ void world::register_buffer(void* p, std::size_t bytes) {
     SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
     SHOAL_CUDA_CHECK(
         cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
-  } catch (const error& e) {
+  } catch (const std::exception& e) {
     why = e.what();
   }
   // Every PE registers the buffer or none does: the tables that kernels read stay alike everywhere.

@@ -15,8 +15,10 @@ namespace {
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t granule) { return (value + granule - 1) / granule * granule; }
 
-// Chunks whose descriptors one exchange between node-local PEs carries (grow_to).
-constexpr std::size_t kChunksPerExchange = 64;
+// Chunks whose descriptors one exchange between node-local PEs carries (grow_to). Each of a node's L PEs
+// holds its own batch and, once received, every peer's (L x 16 descriptors open), and L (L - 1) x 16 are in
+// flight between them, which Linux also counts against the user's limit of open files.
+constexpr std::size_t kChunksPerExchange = 16;
 
 CUmemAllocationProp chunk_properties(int device) {
   CUmemAllocationProp prop{};
@@ -135,8 +137,8 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
 
   // 2–3. Batch by batch of chunks: map mine into my slot, export them, pass the descriptors to every
   //      node-local peer, and import each peer's into that peer's slot. A batch bounds the descriptors open
-  //      at once (mine of the batch, and one peer's): a growth by hundreds of chunks (a small
-  //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the process's limit of open files.
+  //      and in flight at once (kChunksPerExchange): a growth by hundreds of chunks (a small
+  //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the limit of open files.
   for (std::size_t first = 0; first < n_chunks; first += kChunksPerExchange) {
     const std::size_t count = std::min(kChunksPerExchange, n_chunks - first);
     fd_list exported;

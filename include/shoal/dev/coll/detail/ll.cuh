@@ -2,11 +2,11 @@
 //
 // An LL line is 16 bytes stored with one instruction: {data lo, flag, data hi, flag}. The receiver polls
 // its own copy until both flags show the step's value, so data and signal arrive together: no fence and
-// no separate flag store, at the price of sending twice the bytes. Lines live in the team's scratch:
-// member i's lines to this PE on a channel sit in scratch_of(channel, parity, i), and steps alternate
-// between two parities. A member writes a parity again only two steps later, after this PE has sent its
-// data of the step between, which it does after it finished reading that parity: so no line is
-// overwritten before it is read.
+// no separate flag store, at the price of sending twice the bytes. Lines live in the team's LL region,
+// apart from the staged steps' data: member i's lines to this PE on a channel sit in ll_lines_of(channel,
+// parity, i), and steps alternate between two parities. A member writes a parity again only two steps
+// later, after this PE has sent its data of the step between, which it does after it finished reading
+// that parity: so no line is overwritten before it is read.
 #pragma once
 
 #include <cstddef>
