@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/cuda_check.hpp"
@@ -18,6 +19,16 @@ const world::impl::registration* world::impl::registered(const void* p, std::siz
   for (const registration& r : registrations)
     if (b >= r.base && std::uint64_t(b - r.base) <= r.bytes && bytes <= r.bytes - std::uint64_t(b - r.base)) return &r;
   return nullptr;
+}
+
+void world::impl::registration::close_mappings() noexcept {
+  for (void* m : ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
+  ipc_mappings.clear();
+}
+
+void world::impl::registration::release() noexcept {
+  close_mappings();
+  if (device_peers) SHOAL_CUDA_LOG(cudaFree(std::exchange(device_peers, nullptr)));
 }
 
 void world::impl::upload_registrations() {
@@ -98,10 +109,6 @@ void world::register_buffer(void* p, std::size_t bytes) {
   vote(w, mine.ok != 0, why, call);
 
   impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
-  auto release = [&] {
-    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-    if (r.device_peers) SHOAL_CUDA_LOG(cudaFree(r.device_peers));
-  };
   why.clear();
   try {
     for (int pe : w.boot->node_pes()) {
@@ -124,7 +131,7 @@ void world::register_buffer(void* p, std::size_t bytes) {
   try {
     vote(w, why.empty(), why, call);
   } catch (...) {
-    release();
+    r.release();
     throw;
   }
   w.registrations.push_back(std::move(r));
@@ -146,8 +153,7 @@ void world::unregister_buffer(void* p) {
   w.agree(impl::collective_kind::unregister_buffer, entry, 0, call);
   if (it == w.registrations.end())
     throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
-  for (void* m : it->ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-  SHOAL_CUDA_LOG(cudaFree(it->device_peers));
+  it->release();
   w.registrations.erase(it);
   w.upload_registrations();
   w.boot->barrier();  // every peer has closed its mapping of this PE's buffer: the caller may free it

@@ -221,10 +221,7 @@ world::~world() {
     if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
     // This PE's mappings of the peers' registered buffers close before the barrier, so that once it
     // returns no peer has this PE's buffers open and the user may free them.
-    for (impl::registration& r : impl_->registrations) {
-      for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));
-      r.ipc_mappings.clear();
-    }
+    for (impl::registration& r : impl_->registrations) r.close_mappings();
     impl_->boot->barrier();  // no PE unmaps while a peer may still touch its memory
     if (impl_->proxy) impl_->proxy->shutdown();
   } catch (const std::exception& e) {
@@ -232,10 +229,7 @@ world::~world() {
   }
   if (impl_->heap) impl_->heap->on_growth({});  // it calls the proxy
   impl_->proxy.reset();
-  for (impl::registration& r : impl_->registrations) {
-    for (void* m : r.ipc_mappings) SHOAL_CUDA_LOG(cudaIpcCloseMemHandle(m));  // left if the barrier threw
-    SHOAL_CUDA_LOG(cudaFree(r.device_peers));
-  }
+  for (impl::registration& r : impl_->registrations) r.release();
   impl_->release_cuda_resources();
 }
 
@@ -311,17 +305,21 @@ void* world::impl::align(std::size_t alignment, std::size_t bytes) {
 
 void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
 
-std::size_t world::array_bytes(std::size_t count, std::size_t size) {
+namespace {
+// count * size, or shoal::error(invalid_argument) naming `call` when that overflows.
+std::size_t checked_bytes(std::size_t count, std::size_t size, const char* call) {
   if (size != 0 && count > SIZE_MAX / size)
-    throw error(errc::invalid_argument, "shoal::world::malloc_array",
-                fmt::format("{} elements of {} bytes overflow", count, size));
+    throw error(errc::invalid_argument, call, fmt::format("{} x {} bytes overflows", count, size));
   return count * size;
+}
+}  // namespace
+
+std::size_t world::array_bytes(std::size_t count, std::size_t size) {
+  return checked_bytes(count, size, "shoal::world::malloc_array");
 }
 
 void* world::impl::calloc(std::size_t count, std::size_t size) {
-  if (size != 0 && count > SIZE_MAX / size)
-    throw error(errc::invalid_argument, "shoal::world::calloc", fmt::format("{} x {} bytes overflows", count, size));
-  void* p = align(256, count * size);
+  void* p = align(256, checked_bytes(count, size, "shoal::world::calloc"));
   if (p != nullptr) {
     SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, stream));
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));

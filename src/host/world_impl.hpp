@@ -81,14 +81,17 @@ struct world::impl {
     std::vector<std::byte*> peers;    // by local PE; mine is `base`
     std::vector<void*> ipc_mappings;  // to close with cudaIpcCloseMemHandle
     std::byte** device_peers;         // device copy of `peers`
+    void close_mappings() noexcept;   // this PE's mappings of the peers' buffers; each only once
+    void release() noexcept;          // close_mappings, and the device copy of `peers`
   };
   std::vector<registration> registrations;
   detail::registration_table* registration_table = nullptr;  // device memory
   void upload_registrations();
-  // Frees the CUDA objects this world made (finalize, or an init that failed partway); each only once.
-  void release_cuda_resources() noexcept;
   // The registration holding [p, p + bytes), or null.
   const registration* registered(const void* p, std::size_t bytes) const;
+
+  // Frees the CUDA objects this world made (finalize, or an init that failed partway); each only once.
+  void release_cuda_resources() noexcept;
 
   // Predefined teams (shoal/team.hpp), created by init after the sync words, destroyed first.
   std::unique_ptr<team> world_team, node_team, same_local_rank_team;
