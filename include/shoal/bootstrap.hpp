@@ -48,7 +48,9 @@ class bootstrap {
   // Point to point among the PEs of one node, over Unix-domain sockets with SCM_RIGHTS. The receiver
   // gets new descriptors (owned by the caller) for the same open files. `local_peer` is a local_pe.
   // Messages from one sender arrive in the order sent; a recv_fds for one sender never consumes
-  // another sender's message.
+  // another sender's message. A recv_fds whose descriptors could not all be installed (the process is at
+  // its limit of open files) throws and closes the ones that were; the next recv_fds from that sender
+  // gets the descriptors sent after them.
   virtual void send_fds(int local_peer, std::span<const int> fds) = 0;
   virtual std::vector<int> recv_fds(int local_peer, std::size_t count) = 0;
 };

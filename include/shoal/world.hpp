@@ -26,6 +26,7 @@ struct heap_stats {
   std::uint64_t used;      // bytes in live allocations (per PE; the same on every PE)
   std::uint64_t mapped;    // bytes of GPU memory committed per PE
   std::uint64_t max_size;  // the most the heap may grow to per PE (SHOAL_HEAP_MAX_SIZE)
+  std::uint64_t chunk_size;  // it grows by whole chunks (SHOAL_HEAP_CHUNK_SIZE, rounded to the GPU's granule)
 };
 
 class world {

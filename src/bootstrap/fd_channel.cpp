@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -21,6 +23,8 @@ namespace {
 constexpr std::uint32_t kFdMagic = 0x44465348;  // "HSFD"
 // Fewer than the kernel's SCM_MAX_FD (253) per message; larger sends are split.
 constexpr std::size_t kMaxFdsPerMessage = 250;
+// Queued in place of a descriptor the kernel could not install (drain).
+constexpr int kLostFd = -1;
 
 struct fd_message {
   std::uint32_t magic;
@@ -167,8 +171,13 @@ bool fd_channel::drain(inbound& in) {
         got.push_back(fd);
       }
     }
-    bool sane = n == sizeof head && head.magic == kFdMagic && !(msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) &&
-                head.count == got.size() && head.sender_pe >= 0 && (in.pe < 0 || in.pe == head.sender_pe);
+    // MSG_CTRUNC with a whole header: the kernel could not install every descriptor (this process is at
+    // its limit of open files) and closed the rest. The message's place in the stream is intact, so the
+    // missing ones queue as kLostFd and the recv that takes them fails; the channel stays usable.
+    const bool truncated = (msg.msg_flags & MSG_CTRUNC) && got.size() < head.count;
+    bool sane = n == sizeof head && head.magic == kFdMagic && !(msg.msg_flags & MSG_TRUNC) &&
+                (truncated || (!(msg.msg_flags & MSG_CTRUNC) && head.count == got.size())) &&
+                head.count <= kMaxFdsPerMessage && head.sender_pe >= 0 && (in.pe < 0 || in.pe == head.sender_pe);
     if (!sane) {
       for (int fd : got) ::close(fd);
       SHOAL_LOG_WARN(bootstrap, "descriptor channel: dropping a connection that sent a malformed message");
@@ -177,6 +186,7 @@ bool fd_channel::drain(inbound& in) {
     in.pe = head.sender_pe;
     auto& queue = queued_[in.pe];
     queue.insert(queue.end(), got.begin(), got.end());
+    queue.insert(queue.end(), head.count - got.size(), kLostFd);
   }
 }
 
@@ -187,7 +197,16 @@ std::vector<int> fd_channel::recv(int from_pe, std::size_t count, deadline until
     if (queue.size() >= count) {
       std::vector<int> out(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(count));
       queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(count));
-      return out;
+      const auto lost = std::count(out.begin(), out.end(), kLostFd);
+      if (lost == 0) return out;
+      for (int fd : out)
+        if (fd != kLostFd) ::close(fd);
+      rlimit files{};
+      ::getrlimit(RLIMIT_NOFILE, &files);
+      throw error(errc::system, context,
+                  fmt::format("{} of the {} descriptors PE {} sent were lost on arrival: this process is at its "
+                              "limit of open files (ulimit -n {})",
+                              lost, count, from_pe, files.rlim_cur));
     }
     std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
     for (auto& in : inbound_) fds.push_back({in.fd.get(), POLLIN, 0});

@@ -34,7 +34,10 @@ class fd_channel {
   // errc::timeout past `until`.
   void send(int to_pe, const std::string& peer_name, std::span<const int> fds, deadline until);
   // Returns `count` descriptors sent by PE `from_pe`, in the order sent; the caller owns them. Messages
-  // from other senders that arrive meanwhile are kept for their own recv. Throws like send.
+  // from other senders that arrive meanwhile are kept for their own recv. Throws like send, and
+  // errc::system when some of the `count` could not be installed (the process was at its limit of open
+  // files): they are taken off the queue and closed all the same, so the next recv from that PE gets the
+  // descriptors sent after them.
   std::vector<int> recv(int from_pe, std::size_t count, deadline until);
 
  private:

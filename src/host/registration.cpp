@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 #include "host/world_impl.hpp"
@@ -52,14 +53,12 @@ struct registration_offer {
 
 // Every PE's `ok`, gathered: throws on every PE when one is false, this PE's own reason first.
 void vote(world::impl& w, bool ok, const std::string& why, const char* call) {
-  const std::int32_t mine = ok ? 1 : 0;
-  std::vector<std::int32_t> all(std::size_t(w.boot->n_pes()));
-  w.boot->all_gather(&mine, all.data(), sizeof(mine));
+  const int refused = detail::first_pe_voting_no(*w.boot, ok);
   if (!ok) throw error(errc::invalid_argument, call, why + "; no PE registered it");
-  for (int pe = 0; pe < w.boot->n_pes(); ++pe)
-    if (all[std::size_t(pe)] == 0)
-      throw error(errc::invalid_argument, call,
-                  fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", pe));
+  if (refused >= 0)
+    throw error(errc::invalid_argument, call,
+                fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it",
+                            refused));
 }
 
 }  // namespace

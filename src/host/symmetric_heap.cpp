@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "base/log.hpp"
+#include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 
@@ -89,13 +91,28 @@ void symmetric_heap::release_all() noexcept {
 
 void symmetric_heap::map_and_enable(CUmemGenericAllocationHandle handle, CUdeviceptr address) {
   const driver_api& cu = driver();
-  SHOAL_CU_CHECK(cu.mem_map(address, chunk_size_, 0, handle, 0));
+  if (const CUresult status = cu.mem_map(address, chunk_size_, 0, handle, 0); status != CUDA_SUCCESS) {
+    cu.mem_release(handle);
+    SHOAL_CU_CHECK(status);
+  }
   mappings_.push_back({address, chunk_size_, handle});
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device_;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   SHOAL_CU_CHECK(cu.mem_set_access(address, chunk_size_, &access, 1));
+}
+
+void symmetric_heap::undo_growth(std::size_t first_new_mapping,
+                                 std::vector<CUmemGenericAllocationHandle>& unmapped_own) noexcept {
+  const driver_api& cu = driver();
+  while (mappings_.size() > first_new_mapping) {
+    cu.mem_unmap(mappings_.back().address, mappings_.back().size);
+    cu.mem_release(mappings_.back().handle);
+    mappings_.pop_back();
+  }
+  for (CUmemGenericAllocationHandle& handle : unmapped_own)
+    if (handle != 0) cu.mem_release(std::exchange(handle, 0));
 }
 
 void symmetric_heap::grow_to(std::uint64_t bytes) {
@@ -108,59 +125,89 @@ void symmetric_heap::grow_to(std::uint64_t bytes) {
   if (target <= mapped_) return;
   std::size_t n_chunks = (target - mapped_) / chunk_size_;
 
-  // 1. Commit this PE's new chunks; every PE learns whether all succeeded before anyone maps a peer's.
+  // Until every PE has mapped every new chunk, the growth can be undone: the mappings past
+  // first_new_mapping, and this PE's chunks not mapped yet (`created`; an entry is zeroed once its
+  // mapping owns it). Each step that can fail on one PE ends in a vote, and a no undoes the growth on
+  // every PE, so that all PEs keep the same mapped() and no descriptor is left queued for a later growth.
+  const std::size_t first_new_mapping = mappings_.size();
+  std::vector<CUmemGenericAllocationHandle> created(n_chunks, 0);
+  std::string failure;  // this PE's, for its own error
+  errc category = errc::out_of_memory;
+  auto settle = [&](const char* step) {
+    const int first_failed = first_pe_voting_no(boot_, failure.empty());
+    if (first_failed < 0) return;
+    undo_growth(first_new_mapping, created);
+    const bool mine = !failure.empty();  // then this PE reports its own failure, whoever failed first
+    throw error(mine ? category : errc::out_of_memory, "symmetric heap",
+                fmt::format("growing from {} to {} MiB per PE: PE {} could not {}: {}; no PE's heap grew",
+                            mapped_ >> 20, target >> 20, mine ? boot_.pe() : first_failed, step,
+                            mine ? failure : "its own error says why"));
+  };
+  auto note_failure = [&](const std::exception& e) {
+    if (!failure.empty()) return;
+    failure = e.what();
+    const auto* own = dynamic_cast<const error*>(&e);
+    category = own ? own->category() : errc::internal;
+  };
+
+  // 1. Commit this PE's new chunks.
   CUmemAllocationProp prop = chunk_properties(device_);
-  std::vector<CUmemGenericAllocationHandle> created;
-  std::string failure;
   for (std::size_t i = 0; i < n_chunks && failure.empty(); ++i) {
-    CUmemGenericAllocationHandle handle{};
-    CUresult status = cu.mem_create(&handle, chunk_size_, &prop, 0);
-    if (status == CUDA_SUCCESS)
-      created.push_back(handle);
-    else {
+    CUresult status = cu.mem_create(&created[i], chunk_size_, &prop, 0);
+    if (status != CUDA_SUCCESS) {
+      created[i] = 0;
       const char* text = "?";
       cu.get_error_string(status, &text);
       failure = text;
     }
   }
-  std::vector<std::uint8_t> ok(boot_.n_pes());
-  std::uint8_t mine = failure.empty() ? 1 : 0;
-  boot_.all_gather(&mine, ok.data(), 1);
-  auto failed = std::find(ok.begin(), ok.end(), 0);
-  if (failed != ok.end()) {
-    for (auto handle : created) cu.mem_release(handle);
-    int pe = int(failed - ok.begin());
-    throw error(errc::out_of_memory, "symmetric heap",
-                fmt::format("PE {} could not commit {} MiB more GPU memory{}", pe, (target - mapped_) >> 20,
-                            pe == boot_.pe() ? ": " + failure : ""));
-  }
+  settle("commit that much more GPU memory");
 
-  // 2–3. Batch by batch of chunks: map mine into my slot, export them, pass the descriptors to every
-  //      node-local peer, and import each peer's into that peer's slot. A batch bounds the descriptors open
-  //      and in flight at once (kChunksPerExchange): a growth by hundreds of chunks (a small
-  //      SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the limit of open files.
+  // 2–3. Batch by batch of chunks: map mine into my slot and export them; then pass the descriptors to
+  //      every node-local peer, and import each peer's into that peer's slot. A batch bounds the
+  //      descriptors open and in flight at once (kChunksPerExchange): a growth by hundreds of chunks (a
+  //      small SHOAL_HEAP_CHUNK_SIZE, a large malloc) would otherwise pass the limit of open files. Every
+  //      PE that sends also receives from every peer, even after a failure of its own, so that nothing
+  //      stays queued.
   for (std::size_t first = 0; first < n_chunks; first += kChunksPerExchange) {
     const std::size_t count = std::min(kChunksPerExchange, n_chunks - first);
     fd_list exported;
-    for (std::size_t i = first; i < first + count; ++i) {
-      map_and_enable(created[i], reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
-      int fd = -1;
-      SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, created[i], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-      exported.fds.push_back(fd);
+    try {
+      for (std::size_t i = first; i < first + count; ++i) {
+        map_and_enable(std::exchange(created[i], 0),
+                       reservation_ + boot_.local_pe() * stride_ + mapped_ + i * chunk_size_);
+        int fd = -1;
+        SHOAL_CU_CHECK(cu.mem_export_to_shareable_handle(&fd, mappings_.back().handle,
+                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        exported.fds.push_back(fd);
+      }
+    } catch (const std::exception& e) {
+      note_failure(e);
     }
-    for (int peer = 0; peer < boot_.local_size(); ++peer)
-      if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
+    settle("map and export its chunks");
+
+    try {
+      for (int peer = 0; peer < boot_.local_size(); ++peer)
+        if (peer != boot_.local_pe()) boot_.send_fds(peer, exported.fds);
+    } catch (const std::exception& e) {
+      note_failure(e);
+    }
     for (int peer = 0; peer < boot_.local_size(); ++peer) {
       if (peer == boot_.local_pe()) continue;
-      fd_list received{boot_.recv_fds(peer, count)};
-      for (std::size_t i = 0; i < count; ++i) {
-        CUmemGenericAllocationHandle handle{};
-        SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
-            &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
-            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-        map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + (first + i) * chunk_size_);
+      try {
+        fd_list received{boot_.recv_fds(peer, count)};
+        for (std::size_t i = 0; i < count && failure.empty(); ++i) {
+          CUmemGenericAllocationHandle handle{};
+          SHOAL_CU_CHECK(cu.mem_import_from_shareable_handle(
+              &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(received.fds[i])),
+              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+          map_and_enable(handle, reservation_ + std::uint64_t(peer) * stride_ + mapped_ + (first + i) * chunk_size_);
+        }
+      } catch (const std::exception& e) {
+        note_failure(e);
       }
     }
+    settle("map its peers' chunks");
   }
   const std::uint64_t before = mapped_;
   mapped_ = target;

@@ -40,8 +40,9 @@ class symmetric_heap {
   std::uint64_t chunk_size() const { return chunk_size_; }
 
   // Collective over all PEs with the same `bytes`: maps whole chunks until at least `bytes` per PE are
-  // mapped. Throws shoal::error(errc::out_of_memory) on every PE when any PE cannot commit memory or
-  // `bytes` exceeds max_size(); nothing is left half-mapped.
+  // mapped. Throws shoal::error on every PE when any PE cannot commit, map, pass or import the new chunks
+  // (errc::out_of_memory when memory ran out or `bytes` exceeds max_size()); then no PE's heap has grown,
+  // nothing stays mapped or queued, and a later growth starts afresh.
   void grow_to(std::uint64_t bytes);
   // grow_to calls `listener` with the new mapped() once this PE has mapped its chunks and before any PE on
   // another node can address them (the proxy checks peers' requests against it). One listener.
@@ -55,7 +56,10 @@ class symmetric_heap {
   };
 
   void release_all() noexcept;
+  // Maps `handle` (which it takes: released here if the mapping fails, else by mappings_) at `address`.
   void map_and_enable(CUmemGenericAllocationHandle handle, CUdeviceptr address);
+  // Unmaps and releases the mappings from `first_new_mapping` on and the handles left in `unmapped_own`.
+  void undo_growth(std::size_t first_new_mapping, std::vector<CUmemGenericAllocationHandle>& unmapped_own) noexcept;
 
   shoal::bootstrap& boot_;
   int device_;

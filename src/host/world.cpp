@@ -362,7 +362,7 @@ void* world::ptr(const void* p, int pe) const {
 
 heap_stats world::heap_usage() const {
   impl_->require_device("shoal::world::heap_usage");
-  return {impl_->allocator->used(), impl_->heap->mapped(), impl_->heap->max_size()};
+  return {impl_->allocator->used(), impl_->heap->mapped(), impl_->heap->max_size(), impl_->heap->chunk_size()};
 }
 
 shoal::device_handle world::device_handle() const { return impl_->device_handle(); }

@@ -1,7 +1,11 @@
 // The symmetric heap on the GPU: growth during a run (with RMA into the new memory through a handle
 // taken before the growth), free with RMA still in flight to another node, usage queries, and bad input on
 // every host path.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "gpu_env.hpp"
@@ -30,6 +34,26 @@ __global__ void fill_remote(device_handle h, std::uint32_t* dst, std::uint32_t* 
   put(grid, h, dst, local, count, pe);
 }
 
+// Each PE writes a pattern into `count` words of the next PE's `dst` through `h` (a handle that may predate
+// the allocation) and checks what the previous PE wrote into its own.
+void expect_pattern_crosses(shoal::world& w, device_handle h, std::uint32_t* dst, std::size_t count) {
+  std::uint32_t* local = nullptr;
+  ASSERT_EQ(cudaMalloc(&local, count * sizeof(std::uint32_t)), cudaSuccess);
+  const int ctas = w.ptr(dst, next_pe(w)) != nullptr ? 132 : 8;
+  fill_remote<<<ctas, 256>>>(h, dst, local, count, next_pe(w), 0x5EED0000u + w.pe());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaFree(local), cudaSuccess);
+  barrier_all(w);
+  std::vector<std::uint32_t> got(count);
+  ASSERT_EQ(cudaMemcpy(got.data(), dst, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    bad += got[i] != (std::uint32_t(i * 2654435761u) ^ (0x5EED0000u + prev_pe(w)));
+  EXPECT_EQ(bad, 0u);
+  barrier_all(w);
+}
+
 TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
@@ -49,22 +73,84 @@ TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   EXPECT_GT(grown.mapped, start.mapped);
   EXPECT_GE(grown.used, start.used + count * sizeof(std::uint32_t));
   EXPECT_EQ(w.device_handle().heap_base, before.heap_base);
-  std::uint32_t* local = nullptr;
-  ASSERT_EQ(cudaMalloc(&local, count * sizeof(std::uint32_t)), cudaSuccess);
-  const int ctas = w.ptr(big, next_pe(w)) != nullptr ? 132 : 8;
-  fill_remote<<<ctas, 256>>>(before, big, local, count, next_pe(w), 0x5EED0000u + w.pe());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(cudaFree(local), cudaSuccess);
-  barrier_all(w);
-  std::vector<std::uint32_t> got(count);
-  ASSERT_EQ(cudaMemcpy(got.data(), big, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    bad += got[i] != (std::uint32_t(i * 2654435761u) ^ (0x5EED0000u + prev_pe(w)));
-  EXPECT_EQ(bad, 0u);
-  barrier_all(w);
+  expect_pattern_crosses(w, before, big, count);
   w.free(big);
   EXPECT_EQ(w.heap_usage().used, start.used);
+}
+
+// While alive, this process may open only `room` descriptors more than it has open now (a new descriptor
+// takes the lowest free number, which must lie below the limit).
+class open_file_limit {
+ public:
+  explicit open_file_limit(int room) {
+    EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    const int lowest_free = ::dup(0);
+    EXPECT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit low = saved_;
+    low.rlim_cur = rlim_t(lowest_free + room);
+    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  }
+  ~open_file_limit() { EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &saved_), 0); }
+  open_file_limit(const open_file_limit&) = delete;
+  open_file_limit& operator=(const open_file_limit&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+// A growth that fails on one PE partway (its limit of open files stops it exporting its new chunks, or
+// receiving its peers') must fail on every PE and grow no PE's heap: every PE keeps the same mapped size,
+// and nothing it mapped or queued is mistaken for new memory by the next growth, which must work and map
+// each peer's real chunks.
+TEST(Heap, GrowthThatFailsOnOnePeGrowsNoHeapAndTheNextWorks) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  device_handle before = w.device_handle();
+  const heap_stats start = w.heap_usage();
+  constexpr std::uint64_t kChunks = 8;  // the growth is at least this many chunks
+  const std::uint64_t bytes = start.mapped - start.used + kChunks * start.chunk_size;
+  if (start.mapped + bytes > start.max_size)
+    GTEST_SKIP() << "earlier runs in this process grew the heap near SHOAL_HEAP_MAX_SIZE (" << start.mapped
+                 << " bytes mapped)";
+  const int limited_pe = w.n_pes() - 1;
+  const bool limited = w.pe() == limited_pe;
+  // With room for its own exports, the limited PE fails only if it has node-local peers to receive from.
+  std::int32_t limited_has_peers = w.bootstrap().local_size() > 1 ? 1 : 0;
+  w.bootstrap().broadcast(&limited_has_peers, sizeof limited_has_peers, limited_pe);
+  struct attempt {
+    int room;
+    bool fails;
+  };
+  for (const attempt a : {attempt{2, true}, attempt{int(kChunks) + 2, limited_has_peers != 0}}) {
+    SCOPED_TRACE(::testing::Message() << "room for " << a.room << " more open files on PE " << limited_pe);
+    void* p = nullptr;
+    std::string what;
+    {
+      std::optional<open_file_limit> limit;
+      if (limited) limit.emplace(a.room);
+      try {
+        p = w.malloc(bytes);
+      } catch (const shoal::error& e) {
+        what = e.what();
+      }
+    }
+    if (!a.fails) {
+      EXPECT_NE(p, nullptr);
+      w.free(p);
+      continue;
+    }
+    EXPECT_EQ(p, nullptr) << "the growth succeeded on this PE";
+    EXPECT_NE(what.find("no PE's heap grew"), std::string::npos) << what;
+    EXPECT_EQ(w.heap_usage().mapped, start.mapped) << what;
+    EXPECT_EQ(w.heap_usage().used, start.used);
+  }
+  const std::size_t count = bytes / sizeof(std::uint32_t);
+  auto* big = w.malloc_array<std::uint32_t>(count);
+  ASSERT_NE(big, nullptr);
+  EXPECT_GT(w.heap_usage().mapped, start.mapped);
+  expect_pattern_crosses(w, before, big, count);
+  w.free(big);
 }
 
 template <typename Call>

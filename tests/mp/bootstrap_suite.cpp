@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -211,6 +212,73 @@ TEST_F(BootstrapTest, FdPassingToEveryLocalPeer) {
       EXPECT_EQ(::pread(got[i], value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
       EXPECT_EQ(value[0], boot().node_pes()[peer]);
       EXPECT_EQ(value[1], boot().local_pe() * 10 + i) << "descriptors out of order";
+      ::close(got[i]);
+    }
+  }
+  boot().barrier();
+}
+
+// A receiver at its limit of open files loses the descriptors the kernel cannot install. Its recv_fds
+// must say so (not hand back fewer, nor drop the connection), and the next exchange on the same channel
+// must carry exactly the descriptors sent after the lost ones. The heap's growth relies on both.
+TEST_F(BootstrapTest, FdsLostAtTheOpenFileLimitFailThatRecvAndNotTheNext) {
+  int local_size = boot().local_size();
+  auto send_tagged = [&](int count, int tag) {
+    for (int peer = 0; peer < local_size; ++peer) {
+      std::vector<int> fds;
+      for (int i = 0; i < count; ++i) {
+        int fd = ::memfd_create("shoal-mp-fd", MFD_CLOEXEC);
+        EXPECT_GE(fd, 0);
+        int value[2] = {pe(), tag + i};
+        EXPECT_EQ(::pwrite(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+        fds.push_back(fd);
+      }
+      boot().send_fds(peer, fds);
+      for (int fd : fds) ::close(fd);
+    }
+  };
+  // Every connection is made before the limit is lowered: accepting one takes a descriptor too.
+  send_tagged(1, 0);
+  for (int peer = 0; peer < local_size; ++peer)
+    for (int fd : boot().recv_fds(peer, 1)) ::close(fd);
+  boot().barrier();
+
+  constexpr int kMany = 64;
+  send_tagged(kMany, 100);
+  boot().barrier();  // every message is on its way before any receiver lowers its limit
+  // A new descriptor takes the lowest free number, which must lie below the limit: a limit 4 above the
+  // lowest free number leaves room for at most 4, far fewer than the kMany of one message.
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = rlim_t(lowest_free) + 4;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  int failures = 0;
+  for (int peer = 0; peer < local_size; ++peer) {
+    try {
+      for (int fd : boot().recv_fds(peer, kMany)) ::close(fd);
+    } catch (const shoal::error& e) {
+      ++failures;
+      EXPECT_EQ(e.category(), shoal::errc::system) << e.what();
+      EXPECT_NE(std::string(e.what()).find("limit of open files"), std::string::npos) << e.what();
+    }
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_GE(failures, 1) << "no descriptor was lost under a limit of " << low.rlim_cur;
+  boot().barrier();  // no PE sends again while a receiver may still be at its low limit
+
+  send_tagged(3, 200);
+  for (int peer = 0; peer < local_size; ++peer) {
+    std::vector<int> got = boot().recv_fds(peer, 3);
+    ASSERT_EQ(got.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+      int value[2] = {-1, -1};
+      EXPECT_EQ(::pread(got[i], value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+      EXPECT_EQ(value[0], boot().node_pes()[peer]);
+      EXPECT_EQ(value[1], 200 + i) << "a descriptor of the lost message was taken as a new one";
       ::close(got[i]);
     }
   }
