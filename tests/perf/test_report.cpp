@@ -124,6 +124,34 @@ TEST(PerfReport, NoTargetIsJudgedWhenPesShareAGpu) {
   EXPECT_EQ(got.verdict, "-");
 }
 
+// TARGETS.md sets its collective and barrier figures for 2 PEs; point-to-point moves PE 0 -> PE 1 at any count.
+TEST(PerfReport, TwoPeTargetsAreJudgedOnlyAtTwoPes) {
+  auto allreduce_1m = [](double us) {
+    row r = an_allreduce(100);  // bus bandwidth 175 GB/s at 8 PEs: under the ceiling
+    r.metric = "latency";
+    r.t.median_us = us;
+    r.aim = &find_target("allreduce_1M");  // <= 9 us
+    return r;
+  };
+  reporter two(1, a_run(2), "");
+  EXPECT_EQ(judged(two, allreduce_1m(8)).verdict, "pass");
+  EXPECT_EQ(judged(two, allreduce_1m(10)).verdict, "miss");
+
+  reporter eight(1, a_run(8), "");
+  const row& r = judged(eight, allreduce_1m(8));
+  EXPECT_EQ(r.status, "ok");
+  EXPECT_EQ(r.verdict, "-");
+  EXPECT_DOUBLE_EQ(r.t.median_us, 8);  // the figure stays
+  EXPECT_NE(r.note.find("the target is for 2 PEs, this run has 8"), std::string::npos) << r.note;
+  row barrier = allreduce_1m(2);
+  barrier.op = "barrier_all_on_stream";
+  barrier.aim = &find_target("barrier_on_stream");
+  EXPECT_EQ(judged(eight, barrier).verdict, "-");
+  row put = a_put(335);
+  put.aim = &find_target("put_1M");
+  EXPECT_EQ(judged(eight, put).verdict, "pass");
+}
+
 TEST(PerfReport, JsonRowsCarryTheRun) {
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("shoal_perf_report_" + std::to_string(::getpid()) + ".jsonl");

@@ -174,6 +174,9 @@ void reporter::add(row r) {
       r.verdict = r.status;
     } else if (info_.pes_share_gpus) {
       r.verdict = "-";
+    } else if (r.aim->pes != kAnyPes && r.aim->pes != info_.n_pes) {
+      r.verdict = "-";
+      append_note(fmt::format("not judged: the target is for {} PEs, this run has {}", r.aim->pes, info_.n_pes));
     } else {
       double value = kNaN;
       bool pass = false;
@@ -346,16 +349,19 @@ void reporter::summary() const {
   }
   if (info_.suite != "calibrate") coll_summary();
 
-  int pass = 0, miss = 0, other = 0;
+  int pass = 0, miss = 0, other = 0, other_pes = 0;
   for (const row& r : rows_) {
     if (r.aim == nullptr) continue;
     if (r.verdict == "pass") ++pass;
     else if (r.verdict == "miss") ++miss;
     else ++other;
+    if (r.aim->pes != kAnyPes && r.aim->pes != info_.n_pes) ++other_pes;
   }
+  std::string why = "failed, measurement error or no figure";
+  if (info_.pes_share_gpus) why = "PEs share a GPU";
+  else if (other_pes > 0) why += fmt::format("; {} set for {} PEs, not {}", other_pes, kTwoPes, info_.n_pes);
   if (pass + miss + other > 0)
-    fmt::print("\ntargets: {} pass, {} miss, {} not judged ({})\n", pass, miss, other,
-               info_.pes_share_gpus ? "PEs share a GPU" : "failed or measurement error");
+    fmt::print("\ntargets: {} pass, {} miss, {} not judged ({})\n", pass, miss, other, why);
 
   fmt::print("\n{} rows, {} FAILED checks, {} measurement errors\n", rows_.size(), failures(), measurement_errors());
   std::fflush(stdout);
