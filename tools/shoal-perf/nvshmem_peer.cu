@@ -52,10 +52,12 @@ struct rma_args {
   const std::byte* src;
   std::uint64_t bytes, slot_stride;
   std::uint32_t n_slots, first_slot, inner;
+  int quiet_each;  // 1: quiet after every message (--quiet each); 0: one quiet after the last
   int pe, get;
 };
 
-// One contiguous slice per CTA, as shoal's block-scope rows and NVSHMEM's perftest.
+// One contiguous slice per CTA, as shoal's block-scope rows and NVSHMEM's perftest. The quiet of thread 0
+// after the block's barrier completes what every thread of the block issued, as at the kernel's end.
 __global__ void __launch_bounds__(1024) rma_kernel(rma_args a) {
   const std::uint64_t chunk = ((a.bytes + gridDim.x - 1) / gridDim.x + 15) / 16 * 16;
   const std::uint64_t offset = std::uint64_t(blockIdx.x) * chunk;
@@ -68,6 +70,11 @@ __global__ void __launch_bounds__(1024) rma_kernel(rma_args a) {
       nvshmemx_getmem_nbi_block(a.dst + at, a.src + at, n, a.pe);
     else
       nvshmemx_putmem_nbi_block(a.dst + at, a.src + at, n, a.pe);
+    if (a.quiet_each) {  // this message is complete before the next starts, as in shoal's row
+      __syncthreads();
+      if (threadIdx.x == 0) nvshmem_quiet();
+      __syncthreads();
+    }
     if (++slot == a.n_slots) slot = 0;
   }
   __syncthreads();
@@ -278,8 +285,16 @@ measurement nvshmem_peer::measure_device_rma(context& ctx, const rma_case& c) {
   impl& s = *impl_;
   s.reserve(ctx, c.bytes);
   const rma_batch plan = plan_rma_batch(ctx, c);
-  rma_args a{s.dst, s.src,      c.bytes, context::slot_stride(c.bytes), s.n_slots(ctx, c.bytes),
-             0,     plan.inner, 1,       c.dir == rma_dir::get};
+  rma_args a{s.dst,
+             s.src,
+             c.bytes,
+             context::slot_stride(c.bytes),
+             s.n_slots(ctx, c.bytes),
+             0,
+             plan.inner,
+             ctx.opt.quiet_each,
+             1,
+             c.dir == rma_dir::get};
   const dim3 grid(static_cast<unsigned>(c.ctas)), block(static_cast<unsigned>(c.threads));
   std::uint64_t next_slot = 0;
   std::vector<double> ms = time_batches(ctx, [&](int) {

@@ -37,7 +37,7 @@ class nvshmem_peer {
 
   // Each is collective and mirrors shoal's function of the same name.
   // Block scope only (nvshmemx_putmem_nbi_block / getmem), one contiguous slice per CTA, one quiet per
-  // kernel: NVSHMEM's perftest method.
+  // kernel (NVSHMEM's perftest method), or one after every message with --quiet each, as shoal's row.
   measurement measure_device_rma(context& ctx, const rma_case& c);
   // nvshmem_uint64_p + wait_until, or putmem_signal (thread) / putmem_signal_warp + signal_wait_until.
   measurement measure_pingpong(context& ctx, pingpong_kind kind, scope_kind scope, std::uint64_t bytes);
