@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -552,9 +553,11 @@ row coll_row(const context& ctx, const coll_case& c, const coll_result& r) {
 }
 
 namespace {
-// An incumbent's figure beside a collective row; a failed check's note (or a failure it reports) joins the row's.
+// An incumbent's figure beside a collective row. Its note joins the row's when it explains something: a
+// failed check or a failure it reports, or why it gave no figure (NCCL skips its alltoall from 1 MiB).
 peer_figure coll_peer_figure(const context& ctx, row& r, collective op, const measurement& m, const char* who) {
-  if (m.check == check_result::failed || m.note.find("failed") != std::string::npos)
+  const bool no_figure = std::isnan(m.t.median_us);
+  if (m.check == check_result::failed || m.note.find("failed") != std::string::npos || (no_figure && !m.note.empty()))
     r.note += (r.note.empty() ? std::string(who) + ": " : std::string("; ") + who + ": ") + m.note;
   return {.time_us = m.t.median_us,
           .bandwidth_gbs = gbs(coll_size_bytes(op, r.bytes, ctx.n_pes), m.t.median_us),

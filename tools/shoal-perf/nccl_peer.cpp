@@ -97,7 +97,7 @@ measurement nccl_peer::measure_collective(context& ctx, collective op, std::uint
     // Known problem of this harness: NCCL's grouped send/recv alltoall of 1 MiB blocks and more never
     // completed under graph capture on 2 x H200 (NCCL 2.28.9), with or without the send to self.
     measurement skipped;
-    skipped.note = "NCCL alltoall not measured from 1 MiB (its graph-captured send/recv hung here)";
+    skipped.note = "alltoall not measured from 1 MiB blocks (its graph-captured send/recv hung on 2 x H200)";
     return skipped;
   }
   const std::uint64_t buffer = coll_buffer_bytes(op, bytes, ctx.n_pes);
