@@ -69,6 +69,45 @@ TEST(PerfReport, FigureAboveTheCeilingIsAMeasurementError) {
   EXPECT_EQ(out.measurement_errors(), 1);
 }
 
+// NCCL's or NVSHMEM's figure above the ceiling is dropped and flagged on its own: shoal's row stays a result.
+TEST(PerfReport, PeerFigureAboveTheCeilingKeepsShoalsVerdict) {
+  reporter out(1, a_run(2), "");
+  row r = a_put(335);
+  r.aim = &find_target("put_1M");  // >= 330 GB/s
+  r.nccl = {.time_us = 2.0, .bandwidth_gbs = 450, .check = check_result::ok};
+  r.nvshmem = {.time_us = 3.0, .bandwidth_gbs = 350, .check = check_result::ok};
+  const row& got = judged(out, r);
+  EXPECT_EQ(got.status, "ok");
+  EXPECT_EQ(got.verdict, "pass");
+  EXPECT_DOUBLE_EQ(got.bandwidth_gbs, 335);
+  EXPECT_TRUE(got.nccl.above_ceiling);
+  EXPECT_TRUE(std::isnan(got.nccl.bandwidth_gbs));
+  EXPECT_FALSE(got.nvshmem.above_ceiling);
+  EXPECT_DOUBLE_EQ(got.nvshmem.bandwidth_gbs, 350);
+  EXPECT_NE(got.note.find("NCCL measured 450.0 GB/s, above the 400 GB/s ceiling"), std::string::npos) << got.note;
+  EXPECT_EQ(out.measurement_errors(), 0);
+
+  // A target judged against NCCL's time is not judged against a NCCL figure that is no result.
+  row vs_nccl = an_allreduce(100);
+  vs_nccl.aim = &find_target("allreduce_4K_vs_nccl");
+  vs_nccl.nccl = {.time_us = 2 * vs_nccl.t.median_us, .bandwidth_gbs = 450, .check = check_result::ok};
+  EXPECT_EQ(judged(out, vs_nccl).verdict, "-");
+  vs_nccl.nccl.bandwidth_gbs = 50;
+  EXPECT_EQ(judged(out, vs_nccl).verdict, "miss");  // time / NCCL's = 0.5 > 0.4
+}
+
+// quick's best-of rows pass over a configuration above the ceiling rather than report it.
+TEST(PerfReport, BestCandidatePassesOverFiguresAboveTheCeiling) {
+  const std::vector<row> broken_one = {a_put(300), a_put(450), a_put(320), a_put(310)};
+  EXPECT_EQ(best_candidate(broken_one), 2u);
+  const std::vector<row> all_above = {a_put(420), a_put(450)};
+  EXPECT_EQ(best_candidate(all_above), 1u);  // the row then reports a measurement error
+  const std::vector<row> one_failed = {a_put(300), a_put(200, check_result::failed), a_put(450, check_result::failed)};
+  EXPECT_EQ(best_candidate(one_failed), 1u);  // the first failed check, so it is seen
+  const std::vector<row> above_first = {a_put(450), a_put(100)};
+  EXPECT_EQ(best_candidate(above_first), 1u);
+}
+
 TEST(PerfReport, CollectivesAreHeldToTheCeilingByBusBandwidth) {
   // All-reduce bus bandwidth = algbw x 2(n-1)/n: 300 GB/s is 300 bus at 2 PEs but 525 at 8.
   reporter two(1, a_run(2), "");

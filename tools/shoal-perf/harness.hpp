@@ -64,7 +64,10 @@ struct options {
   // Device RMA bandwidth: messages of one kernel are back to back with one quiet at the kernel's end (as
   // NVSHMEM's perftest and OSU put_bw measure), or each message is followed by quiet (latency-bound).
   bool quiet_each = false;
-  double nvlink_ceiling_gbs = 400.0;    // one direction of this machine's NVLink; above it = measurement error
+  // One direction of NVLink, as measured: the fastest transfer on the reference machine (2 x H200 NV18, copy
+  // engine 396 GB/s; TARGETS.md's ceilings) rounded up. Not the links' nominal 450 GB/s, which no transfer
+  // reaches: a figure between the two is a timing that missed work, not a result. Above it = measurement error.
+  double nvlink_ceiling_gbs = 400.0;
   double local_ceiling_gbs = 4000.0;    // local HBM; above it = measurement error
 };
 
@@ -93,6 +96,7 @@ struct peer_figure {
   double time_us = kNaN;
   double bandwidth_gbs = kNaN;  // the row's bandwidth measure (collectives: algorithm bandwidth)
   check_result check = check_result::not_checked;
+  bool above_ceiling = false;  // set by the reporter: the bandwidth was above the row's ceiling and is dropped
 };
 
 // One line of the table and of the JSON file.

@@ -8,6 +8,7 @@
 #include <deque>
 #include <initializer_list>
 #include <optional>
+#include <vector>
 
 #include "coll.hpp"
 #include "nvshmem_peer.hpp"
@@ -43,21 +44,26 @@ row aimed_above_floor(row r, std::string_view key, double floor_us) {
   return r;
 }
 
-// The best of a few CTA counts (and threads per CTA) for sizes whose target names none; a failed check wins,
-// so it is seen. The row's own columns say which configuration won.
+// The best of a few CTA counts (and threads per CTA) for sizes whose target names none (best_candidate: a
+// failed check wins, so it is seen; a figure above the ceiling is passed over, and the note says so). The
+// row's own columns say which configuration won.
 row best_put(context& ctx, std::uint64_t bytes, std::initializer_list<int> ctas, std::initializer_list<int> threads) {
-  row best;
-  bool have = false;
+  std::vector<row> candidates;
   for (int t : threads) {
     for (int n : ctas) {
       const rma_case c{.dir = rma_dir::put, .scope = scope_kind::block, .bytes = bytes, .ctas = n, .threads = t};
-      row r = device_rma_row(ctx, c, measure_device_rma(ctx, c));
-      bool better = !have || (best.check != check_result::failed &&
-                              (r.check == check_result::failed || r.bandwidth_gbs > best.bandwidth_gbs));
-      if (better) best = std::move(r);
-      have = true;
+      candidates.push_back(device_rma_row(ctx, c, measure_device_rma(ctx, c)));
     }
   }
+  const std::size_t chosen = best_candidate(candidates);
+  std::string passed_over;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const row& r = candidates[i];
+    if (i == chosen || r.check == check_result::failed || !(r.bandwidth_gbs > r.ceiling_gbs)) continue;
+    passed_over +=
+        fmt::format("{}{} x {} ({:.1f} GB/s)", passed_over.empty() ? "" : ", ", r.ctas, r.threads, r.bandwidth_gbs);
+  }
+  row best = candidates[chosen];
   auto joined = [](std::initializer_list<int> values) {
     std::string s;
     for (int v : values) {
@@ -68,6 +74,8 @@ row best_put(context& ctx, std::uint64_t bytes, std::initializer_list<int> ctas,
   };
   best.note = "best of " + joined(ctas) + " CTAs";
   if (threads.size() > 1) best.note += " x " + joined(threads) + " threads";
+  if (!passed_over.empty())
+    best.note += fmt::format("; passed over, above the {:.0f} GB/s ceiling: {}", best.ceiling_gbs, passed_over);
   return best;
 }
 
@@ -99,8 +107,9 @@ void run_quick_collectives(context& ctx) {
                           ctx.n_pes, floor_us),
               true, table_layout::coll);
   if (ctx.n_pes != kTwoPes)
-    out.note(fmt::format("TARGETS.md sets these targets for {} PEs: at {} the rows are measured and checked, not judged",
-                         kTwoPes, ctx.n_pes));
+    out.note(
+        fmt::format("TARGETS.md sets these targets for {} PEs: at {} the rows are measured and checked, not judged",
+                    kTwoPes, ctx.n_pes));
   const auto nccl_4K = nccl_of(collective::reduce, k4K);
   const row loop_4K = beside(coll(collective::reduce, k4K, coll_mode::stream), collective::reduce, nccl_4K);
   out.add(aimed_above_floor(loop_4K, "allreduce_4K", floor_us));

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ std::string format_bytes(std::uint64_t bytes);
 bool is_collective_op(std::string_view op);
 double bus_factor(std::string_view op, int n_pes);
 
+// quick's best-of rows (one operation and size over a few launch shapes): the index of the candidate to
+// report. A failed check wins, so it is seen; then the highest bandwidth at or below the candidates'
+// ceiling. One above the ceiling is no result and is passed over unless every candidate is, so one broken
+// configuration does not void the row. `candidates` is not empty.
+std::size_t best_candidate(std::span<const row> candidates);
+
 // Column sets of a section: point-to-point RMA, or collectives (model's algorithm, bus bandwidth).
 enum class table_layout { rma, coll };
 
@@ -65,7 +72,7 @@ class reporter {
   const std::vector<row>& rows() const { return rows_; }
   const run_info& info() const { return info_; }
   int failures() const;  // rows whose shoal, NCCL or NVSHMEM check failed
-  int measurement_errors() const;
+  int measurement_errors() const;  // rows whose own figure was above the ceiling (a peer's: peer_figure)
 
  private:
   bool printing_;
