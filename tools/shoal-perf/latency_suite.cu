@@ -255,7 +255,10 @@ check_result check_signal_ops(context& ctx, std::uint64_t* word, shoal::sig_op o
   const std::vector<std::uint64_t> mine = values_of(ctx.pe);
   const std::vector<std::uint64_t> from_previous = values_of((ctx.pe + ctx.n_pes - 1) % ctx.n_pes);
   ctx.barrier();  // every update of the timed loops has landed
-  SHOAL_PERF_CUDA(cudaMemcpy(word, &mine[0], sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  // On ctx.stream, which the barrier waits for: a pageable cudaMemcpy on the legacy stream may return before
+  // its data lands, and the barrier does not wait for that stream, so the previous PE's first ops could
+  // land before the start and be overwritten.
+  SHOAL_PERF_CUDA(cudaMemcpyAsync(word, &mine[0], sizeof(std::uint64_t), cudaMemcpyHostToDevice, ctx.stream));
   ctx.barrier();
   for (int k = 1; k <= kOps; ++k) op_on_next(mine[k]);
   ctx.barrier();
