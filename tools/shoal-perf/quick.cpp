@@ -144,6 +144,7 @@ void run_quick_collectives(context& ctx) {
   out.add(aimed_above_floor(beside(coll(collective::broadcast, k1M, coll_mode::stream), collective::broadcast,
                                    nccl_of(collective::broadcast, k1M)),
                             "broadcast_1M", floor_us));
+  // Not moved with the launch floor: TARGETS.md sets the barrier below it on purpose (targets.hpp).
   out.add(aimed(beside(coll(collective::barrier, 0, coll_mode::stream), collective::barrier, std::nullopt),
                 "barrier_on_stream"));
 }
@@ -202,7 +203,7 @@ void run_quick(context& ctx) {
     out.add(aimed(measured_pingpong_row(ctx, c.kind, c.scope, c.bytes), c.target_key));
   }
   out.add(aimed(measured_fetch_add_row(ctx), "fetch_add_round_trip"));
-  out.add(aimed(measured_barrier_row(ctx, true), "barrier_on_stream"));
+  out.add(aimed(measured_barrier_row(ctx, true), "barrier_on_stream"));  // not moved with the floor (targets.hpp)
   out.add(aimed(measured_barrier_row(ctx, false), "barrier_in_kernel"));
 
   // The launch floor of this run (measured at start), for reading on-stream figures against it.

@@ -13,7 +13,10 @@ namespace shoal::perf {
 // convention, see bus_factor in report.hpp), its time, or its time over NCCL's in the same run.
 enum class goal { at_least_gbs, at_least_busbw_gbs, at_most_us, at_most_nccl_time };
 
-// On-stream targets assume this launch floor; where a run's floor is higher they shift by the difference.
+// The collectives' on-stream time targets assume this launch floor; where a run's floor is higher they shift
+// by the difference (TARGETS.md, collectives). barrier_on_stream does not shift: TARGETS.md sets it below any
+// such floor on purpose (<= 3 us, "stream memory operations need no kernel launch"), so a barrier bound by
+// kernel launches is meant to miss it.
 inline constexpr double kTargetLaunchFloorUs = 4.0;
 
 // The PE count a target holds for: any (point-to-point, PE 0 -> PE 1 moves the same data whatever the job's
