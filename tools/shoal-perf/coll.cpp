@@ -110,9 +110,9 @@ void run_coll(context& ctx) {
                   "(mode stream) can beat it",
                   n, ctx.launch_floor_us));
   out.note(
-      "modes: stream = back-to-back on-stream calls timed with events; graph = the same calls captured once and "
-      "replayed; grid / block = N back-to-back calls inside one kernel (grid: the on-stream CTA count; block: "
-      "one CTA), timed in the kernel; grid_ll = grid with shoal::ll_only (LL alone in the kernel). Every batch starts "
+      "modes: stream = back-to-back on-stream calls timed with events; graph = the same calls captured (one graph "
+      "per batch, on that batch's buffers) and replayed; grid / block = N back-to-back calls inside one kernel "
+      "(grid: the on-stream CTA count; block: one CTA), timed in the kernel; grid_ll = grid with shoal::ll_only (LL alone in the kernel). Every batch starts "
       "after a barrier on the stream; times are the slowest PE's");
   out.note(fmt::format(
       "algo: the cost model's choice (team_handle::pick; one block on a buffer too large for it runs the large "

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,6 +134,25 @@ class coll_graph {
 
  private:
   cudaGraphExec_t exec_ = nullptr;
+  std::string error_;
+};
+
+// Collective: the graphs a graph-mode row replays, one per timed or warm-up batch. Graph b holds the
+// calls the stream loop's batch b makes (call k on slot (b x calls + k) mod n_slots), so consecutive
+// replays rotate over the buffers as the loop's batches do: one graph replayed over and over would find a
+// small size's buffers in L2 (60 MiB on an H200) and time them warm. Batches whose slots repeat share a
+// graph (with --no-rotate, one). ok() and error() as coll_graph's, for the first graph that failed.
+class coll_batch_graphs {
+ public:
+  coll_batch_graphs(context& ctx, std::int64_t calls, std::uint32_t n_slots,
+                    const std::function<void(std::uint64_t slot)>& enqueue);
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::size_t size() const { return graphs_.size(); }
+  void launch(int batch, cudaStream_t stream) const;  // the graph of `batch` (time_batches' index)
+
+ private:
+  std::vector<std::unique_ptr<coll_graph>> graphs_;
   std::string error_;
 };
 

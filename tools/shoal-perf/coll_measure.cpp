@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -414,6 +415,26 @@ coll_graph::~coll_graph() {
 
 void coll_graph::launch(cudaStream_t stream) const { SHOAL_PERF_CUDA(cudaGraphLaunch(exec_, stream)); }
 
+coll_batch_graphs::coll_batch_graphs(context& ctx, std::int64_t calls, std::uint32_t n_slots,
+                                     const std::function<void(std::uint64_t slot)>& enqueue) {
+  // Batch b starts on slot b x calls mod n_slots; those starts repeat with this period.
+  const std::uint64_t period = n_slots / std::gcd(std::uint64_t(calls), std::uint64_t(n_slots));
+  const std::uint64_t count = std::min<std::uint64_t>(period, std::uint64_t(ctx.opt.warmup + ctx.opt.reps));
+  for (std::uint64_t b = 0; b < count; ++b) {
+    graphs_.push_back(std::make_unique<coll_graph>(
+        ctx, calls, [&](std::int64_t k) { enqueue((b * std::uint64_t(calls) + std::uint64_t(k)) % n_slots); }));
+    if (!graphs_.back()->ok()) {  // every PE sees the same outcome (coll_graph is collective)
+      error_ = graphs_.back()->error();
+      graphs_.clear();
+      return;
+    }
+  }
+}
+
+void coll_batch_graphs::launch(int batch, cudaStream_t stream) const {
+  graphs_[std::size_t(batch) % graphs_.size()]->launch(stream);
+}
+
 // ---- correctness ---------------------------------------------------------------------------------------
 
 coll_check_outcome check_coll(context& ctx, collective op, std::uint64_t bytes, const std::function<void()>& run) {
@@ -504,14 +525,14 @@ coll_result measure_coll_on_stream(context& ctx, const coll_case& c) {
     return r;
   }
 
-  const coll_graph graph(ctx, ops, [&](std::int64_t k) { enqueue_one(std::uint64_t(k) % n_slots); });
-  if (!graph.ok()) {
+  const coll_batch_graphs graphs(ctx, ops, n_slots, enqueue_one);
+  if (!graphs.ok()) {
     r.m.check = check_result::failed;
-    r.m.note = "graph capture failed: " + graph.error();
+    r.m.note = "graph capture failed: " + graphs.error();
     return r;
   }
-  r.m.t = summarize(time_coll_batches(ctx, ops, [&](int) { graph.launch(ctx.stream); }));
-  r.m.note += fmt::format("; graph of {} calls", ops);
+  r.m.t = summarize(time_coll_batches(ctx, ops, [&](int batch) { graphs.launch(batch, ctx.stream); }));
+  r.m.note += fmt::format("; {} graphs of {} calls, each over its batch's slots", graphs.size(), ops);
   if (ctx.opt.check) {
     // A graph of one call, replayed once before the checked replay: state a call leaves behind (epochs,
     // flags) must let the same captured call run again.

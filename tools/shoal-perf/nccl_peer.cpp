@@ -144,13 +144,13 @@ measurement nccl_peer::measure_collective(context& ctx, collective op, std::uint
   m.ops = ops;
   enqueue(0);
   ctx.barrier();
-  const coll_graph graph(ctx, ops, [&](std::int64_t k) { enqueue(std::uint64_t(k) % n_slots); });
-  if (!graph.ok()) {
+  const coll_batch_graphs graphs(ctx, ops, n_slots, enqueue);
+  if (!graphs.ok()) {
     m.check = check_result::failed;
-    m.note = "graph capture failed: " + graph.error();
+    m.note = "graph capture failed: " + graphs.error();
     return m;
   }
-  m.t = summarize(time_coll_batches(ctx, ops, [&](int) { graph.launch(ctx.stream); }));
+  m.t = summarize(time_coll_batches(ctx, ops, [&](int batch) { graphs.launch(batch, ctx.stream); }));
   m.note = "graph replay, slowest PE";
   if (ctx.opt.check) {
     const coll_check_outcome o = check_coll(ctx, op, bytes, [&] {

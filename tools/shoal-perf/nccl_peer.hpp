@@ -39,9 +39,10 @@ class nccl_peer {
   // self; measure_collective then returns no figure and a note saying so.
   static bool has(collective op);
   // Collective. The collective of `bytes` (sizes as in coll.hpp), under CUDA graph replay (its best
-  // case): one eager call (NCCL connects outside the capture), a graph of back-to-back calls over the
-  // rotated buffers, timed as shoal's collectives (time_coll_batches), then one eager call checked
-  // against the host reference (check_coll). Time per call, the slowest PE.
+  // case): one eager call (NCCL connects outside the capture), graphs of back-to-back calls over the
+  // rotated buffers as shoal's graph rows (coll_batch_graphs), timed as shoal's collectives
+  // (time_coll_batches), then one eager call checked against the host reference (check_coll). Time per
+  // call, the slowest PE.
   measurement measure_collective(context& ctx, collective op, std::uint64_t bytes);
 
   struct impl;
