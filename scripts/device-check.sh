@@ -111,7 +111,8 @@ for tool in ${SANITIZE:-}; do
 done
 
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
-             "wait-timeout:timed out after .* waiting for wait_until"; do
+             "wait-timeout:timed out after .* waiting for wait_until" \
+             "vector-timeout:timed out after .* waiting for wait_until_all"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
   SHOAL_WAIT_TIMEOUT=0.5 launch 2 --timeout 60 -- "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1

@@ -41,6 +41,27 @@ TEST(SpreadRank, IsAWarpAlignedPermutationForAnySizeAndAddress) {
   }
 }
 
+// A grid-scope copy may have more than 2^31 threads: rank + size - first must not wrap in 32 bits.
+// Checked on the ranks around every boundary of the rotation (a full pass would take minutes).
+TEST(SpreadRank, StaysARotationAbove2To31Threads) {
+  const unsigned size = 2200u << 20;  // 2 306 867 200 threads
+  for (std::uint64_t key : {0x7f0000000060ull, 0x7f00deadbee0ull, 0x12345670ull}) {
+    const std::uint64_t first = [&] {  // the rank that takes element 0, found by its warp
+      for (std::uint64_t warp = 0; warp < size / 32; ++warp)
+        if (spread_rank(unsigned(warp * 32), size, address(key)) == 0) return warp * 32;
+      return std::uint64_t(size);
+    }();
+    ASSERT_LT(first, size) << "no rank takes element 0; key " << key;
+    for (std::uint64_t around : {std::uint64_t(0), first, std::uint64_t(size) - first, std::uint64_t(size) - 1,
+                                 std::uint64_t(1) << 31})
+      for (std::uint64_t d = 0; d < 64; ++d) {
+        const std::uint64_t rank = (around + size - 32 + d) % size;
+        ASSERT_EQ(spread_rank(unsigned(rank), size, address(key)), (rank + size - first) % size)
+            << "rank " << rank << " key " << key;
+      }
+  }
+}
+
 TEST(SpreadRank, StridedMessagesStartOnManyWarps) {
   // 64 messages 64 KiB apart (a ring of slots) in a block of 1024 threads (32 warps): starting them all on
   // warp 0, or on a few warps, would serialize them.

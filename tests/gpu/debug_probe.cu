@@ -1,5 +1,6 @@
 // Built with SHOAL_DEBUG: runs one deliberate misuse of the device API and lets it trap, so a ctest can
-// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout;
+// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout,
+// vector-timeout (one timeout for a whole vector wait);
 // and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
 // putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
 // And ll-only-across-nodes (2 PEs on different nodes): an all-reduce with shoal::ll_only on a team that
@@ -25,6 +26,24 @@ __global__ void outside_heap_kernel(shoal::device_handle h, int* not_symmetric) 
 
 __global__ void wait_timeout_kernel(shoal::device_handle h, unsigned long long* word) {
   shoal::wait_until(h, word, shoal::cmp::eq, 42ull);  // nobody ever writes 42
+}
+
+// A vector wait has one timeout for the whole vector: CTA 1 sets the words one by one, each
+// `gap_ns` after the last (less than the timeout), and CTA 0 must trap once the timeout has passed in all,
+// before the last word arrives.
+__global__ void vector_timeout_kernel(shoal::device_handle h, unsigned long long* words, int n, std::uint64_t gap_ns) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 1) {
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t start = shoal::detail::global_timer_ns();
+      while (shoal::detail::global_timer_ns() - start < gap_ns) {
+      }
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(words[i]).store(1, cuda::memory_order_release);
+    }
+    return;
+  }
+  shoal::wait_until_all(h, words, std::size_t(n), nullptr, shoal::cmp::eq, 1ull);
+  std::printf("wait_until_all returned without a timeout\n");
 }
 
 // The heap's slot reaches past what is mapped (h.heap_capacity) up to SHOAL_HEAP_MAX_SIZE.
@@ -99,13 +118,16 @@ int main(int argc, char** argv) {
     outside_heap_kernel<<<1, 1>>>(w.device_handle(), plain);
   else if (std::strcmp(mode, "wait-timeout") == 0)
     wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym));
+  else if (std::strcmp(mode, "vector-timeout") == 0)  // 4 words 0.6 timeouts apart: the timeout passes at the 2nd
+    vector_timeout_kernel<<<2, 32>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym), 4,
+                                     w.device_handle().wait_timeout_ns * 6 / 10);
   else if (std::strcmp(mode, "ll-only-across-nodes") == 0)
     ll_only_kernel<<<2, 128>>>(shoal::world_team(w).device_handle(), reinterpret_cast<float*>(sym),
                                reinterpret_cast<const float*>(sym + 256));
   else if (std::strcmp(mode, "beyond-mapped-across-nodes") == 0)
     beyond_mapped_kernel<<<1, 1>>>(w.device_handle(), sym);
   else {
-    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|peer-dies|ll-only-across-nodes|"
+    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
                  "beyond-mapped-across-nodes\n", argv[0]);
     return 2;
   }

@@ -330,6 +330,47 @@ void check_vector_waits(unsigned threads) {
   w.free(words);
 }
 
+// wait_until_some waits on its count: a word that compared true and changed back before a second look
+// must not make it return 0. CTA 1 toggles word 0 between 1 and 0 while CTA 0 waits for == 1, many times.
+__global__ void some_under_toggling(device_handle h, unsigned long long* words, int* stop, int rounds,
+                                    unsigned long long* zero_returns) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> stopped(*stop);
+  if (blockIdx.x == 1) {
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> word(words[0]);
+    for (unsigned long long v = 1; stopped.load(cuda::memory_order_relaxed) == 0; v ^= 1)
+      word.store(v, cuda::memory_order_relaxed);
+    return;
+  }
+  std::size_t indices[2];
+  unsigned long long zeros = 0;
+  for (int i = 0; i < rounds; ++i)
+    zeros += wait_until_some(h, words, 2, indices, static_cast<const int*>(nullptr), cmp::eq, 1ull) == 0;
+  *zero_returns = zeros;
+  stopped.store(1, cuda::memory_order_relaxed);
+}
+
+TEST(Wait, SomeReturnsAtLeastOneWhileWordsChange) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  auto* words = static_cast<unsigned long long*>(w.calloc(2, sizeof(unsigned long long)));  // word 1 stays 0
+  int* stop = nullptr;
+  unsigned long long* zeros = nullptr;
+  CUDA_OK(cudaMalloc(&stop, sizeof(int)));
+  CUDA_OK(cudaMemset(stop, 0, sizeof(int)));
+  CUDA_OK(cudaMalloc(&zeros, sizeof(unsigned long long)));
+  some_under_toggling<<<2, 32>>>(w.device_handle(), words, stop, 100000, zeros);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  unsigned long long got = ~0ull;
+  CUDA_OK(cudaMemcpy(&got, zeros, sizeof got, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, 0u) << "wait_until_some returned 0 indices this many times out of 100000";
+  CUDA_OK(cudaFree(stop));
+  CUDA_OK(cudaFree(zeros));
+  barrier_all(w);
+  w.free(words);
+}
+
 TEST(Wait, VectorForms) {
   SHOAL_REQUIRE_WORLD(1);
   check_vector_waits<thread_scope>(1);

@@ -62,6 +62,9 @@ __device__ inline void meet_all_pes(Scope, const device_handle& h, earlier_write
       }
     } else {
       flag = remote(h, flags + h.pe, pe);
+      // Built without a network, a job across nodes has no proxy: say so instead of storing through null.
+      if (flag == nullptr) [[unlikely]]
+        proxy_of(h, "barrier_all", pe);
     }
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system> arrival(*flag);
     if (ordering == earlier_writes::release_each)

@@ -9,6 +9,8 @@
 //   get      on return the data is in `dst` (for every thread of the scope).
 //   get_nbi  the data is in `dst` after quiet().
 // Scope: every thread of the scope calls with the same arguments; the scope's threads share the copy.
+// There is no barrier on entry: a thread may copy bytes another thread of the scope wrote to `src` (or
+// still reads in `dst`, for a get), so the caller meets first when that happens (docs/device-api.md).
 // At grid scope each CTA returns when its own share is done: meet with grid_sync() or a barrier first
 // if one CTA must see another's share.
 // PEs on other nodes (ptr() is null) are reached through the proxy (dev/detail/proxy.cuh) with the same

@@ -44,9 +44,9 @@ struct block_scope {
   __device__ static bool leader() { return detail::lane_id() == 0 && rank() < 32; }
 };
 
-// All threads of all CTAs of the kernel. sync() here is only the CTA's barrier: calls that need the
-// whole grid to meet use shoal::grid_sync(h), which requires every CTA to be resident (a cooperative
-// launch, or no more CTAs than fit on the GPU at once).
+// All threads of all CTAs of the kernel, at most 2^32 - 1 of them (ranks are 32-bit). sync() here is only
+// the CTA's barrier: calls that need the whole grid to meet use shoal::grid_sync(h), which requires every
+// CTA to be resident (a cooperative launch, or no more CTAs than fit on the GPU at once).
 struct grid_scope {
   __device__ static unsigned block_rank() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
   __device__ static unsigned n_blocks() { return gridDim.x * gridDim.y * gridDim.z; }

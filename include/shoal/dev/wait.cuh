@@ -99,6 +99,7 @@ __device__ inline auto leader_then_sync(Body body) {
     memcpy(&bits, &result, sizeof(R));
     bits = __shfl_sync(0xffffffffu, bits, 0);
     memcpy(&result, &bits, sizeof(R));
+    __syncwarp();  // a shuffle orders no memory: the warp barrier passes the leader's acquire to the lanes
   } else if constexpr (std::is_same_v<Scope, block_scope>) {
     __shared__ unsigned long long slot;
     if (Scope::leader()) memcpy(&slot, &result, sizeof(R));
@@ -147,19 +148,40 @@ __device__ inline bool test(const device_handle&, const T* ivar, cmp op, T value
 // ---- vectors: `n` words at ivars[0..n); `status` (may be null) masks out entries whose status is
 // non-zero. The *_vector forms compare word i against values[i]. -------------------------------------
 
+namespace detail {
+// Waits for each unmasked word in turn to compare true against value_of(i), within one timeout for the
+// whole vector (a vector whose words arrive just under the timeout apart still traps).
+template <typename T, typename ValueOf>
+__device__ inline void wait_until_each(const device_handle& h, const char* what, const T* ivars, std::size_t n,
+                                       const int* status, cmp op, ValueOf value_of) {
+  const std::uint64_t start = global_timer_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (status != nullptr && status[i] != 0) continue;
+    const T value = value_of(i);
+    std::uint64_t left = 0;  // 0: no timeout
+    if (h.wait_timeout_ns != 0) {
+      const std::uint64_t spent = global_timer_ns() - start;
+      left = spent < h.wait_timeout_ns ? h.wait_timeout_ns - spent : 1;
+    }
+    T seen{};
+    if (!poll_acquire(ivars + i, seen, [&](T v) { return compare(v, op, value); }, left))
+      report_wait_timeout(h, what, ivars + i, static_cast<unsigned long long>(seen), to_string(op),
+                          static_cast<unsigned long long>(value));
+  }
+}
+}  // namespace detail
+
 // Returns once every unmasked word compares true.
 template <typename T>
 __device__ inline void wait_until_all(const device_handle& h, const T* ivars, std::size_t n, const int* status, cmp op,
                                       T value) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (status == nullptr || status[i] == 0) wait_until(h, ivars + i, op, value);
+  detail::wait_until_each(h, "wait_until_all", ivars, n, status, op, [&](std::size_t) { return value; });
 }
 
 template <typename T>
 __device__ inline void wait_until_all_vector(const device_handle& h, const T* ivars, std::size_t n, const int* status,
                                              cmp op, const T* values) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (status == nullptr || status[i] == 0) wait_until(h, ivars + i, op, values[i]);
+  detail::wait_until_each(h, "wait_until_all_vector", ivars, n, status, op, [&](std::size_t i) { return values[i]; });
 }
 
 // Test forms: true (or the index / count) when satisfied now; never wait.
@@ -191,6 +213,12 @@ __device__ inline std::size_t test_some(const device_handle& h, const T* ivars, 
 }
 
 namespace detail {
+__device__ inline bool any_unmasked(const int* status, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (status == nullptr || status[i] == 0) return true;
+  return false;
+}
+
 template <typename Test>
 __device__ inline auto wait_for_test(const device_handle& h, const char* what, const void* ivars, Test test_now) {
   decltype(test_now()) result{};
@@ -204,20 +232,21 @@ __device__ inline auto wait_for_test(const device_handle& h, const char* what, c
 template <typename T>
 __device__ inline std::size_t wait_until_any(const device_handle& h, const T* ivars, std::size_t n, const int* status,
                                              cmp op, T value) {
-  bool any_unmasked = false;
-  for (std::size_t i = 0; i < n && !any_unmasked; ++i) any_unmasked = status == nullptr || status[i] == 0;
-  if (!any_unmasked) return SIZE_MAX;
+  if (!detail::any_unmasked(status, n)) return SIZE_MAX;
   return detail::wait_for_test(h, "wait_until_any", ivars,
                                [&] { return test_any(h, ivars, n, status, op, value) + 1; }) -
          1;
 }
 
-// Waits until at least one unmasked word compares true; writes all that do to `indices`, returns how many.
+// Waits until at least one unmasked word compares true; writes all that do to `indices`, returns how many
+// (at least one, unless every word is masked). The count itself is what it waits on: a word that compared
+// true once and changed again before a second look would otherwise leave none to report.
 template <typename T>
 __device__ inline std::size_t wait_until_some(const device_handle& h, const T* ivars, std::size_t n,
                                               std::size_t* indices, const int* status, cmp op, T value) {
-  if (wait_until_any(h, ivars, n, status, op, value) == SIZE_MAX) return 0;
-  return test_some(h, ivars, n, indices, status, op, value);
+  if (!detail::any_unmasked(status, n)) return 0;
+  return detail::wait_for_test(h, "wait_until_some", ivars,
+                               [&] { return test_some(h, ivars, n, indices, status, op, value); });
 }
 
 template <typename Scope, typename T>

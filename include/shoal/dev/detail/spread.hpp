@@ -23,8 +23,7 @@ SHOAL_HD inline unsigned spread_rank(unsigned rank, unsigned size, const void* k
   const auto granule = std::uint64_t(reinterpret_cast<std::uintptr_t>(key) >> 4);
   const auto mixed = unsigned((granule * 0x9E3779B97F4A7C15ull) >> 32);
   const unsigned first = unsigned((std::uint64_t(mixed) * warps) >> 32) * 32;  // warp in [0, warps), no division
-  const unsigned r = rank + size - first;
-  return r >= size ? r - size : r;
+  return rank >= first ? rank - first : rank + (size - first);  // rank + size - first would wrap past 2^32
 }
 
 // Whether thread `rank` can have a part in a copy of `bytes` bytes in units of `unit` bytes (the split of
