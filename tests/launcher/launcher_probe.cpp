@@ -6,6 +6,7 @@
 //   lines                        write fixed lines to stdout and stderr, each ending without '\n'
 //   flood LINES LEN              write LINES long lines of one letter per rank, each in two pieces
 //   touch DIR                    create DIR/ran.<rank>
+//   chatter LINES DIR            write LINES lines of 100 bytes to stdout, then create DIR/done.<rank>
 //   sleep DIR [ignore-term|report-term]
 //                                print pid, mark ready, sleep until killed
 //   fail RANK exit:C|signal:S DIR [ignore-term]
@@ -118,6 +119,14 @@ int mode_flood(int lines, int length) {
   return 0;
 }
 
+int mode_chatter(int lines, const std::string& dir) {
+  std::string line(99, static_cast<char>('a' + env_int("SHOAL_RANK") % 26));
+  line.push_back('\n');
+  for (int i = 0; i < lines; ++i) write_str(STDOUT_FILENO, line);
+  touch(dir + "/done." + std::to_string(env_int("SHOAL_RANK")));
+  return 0;
+}
+
 int mode_fail(int failing_rank, std::string_view action, const std::string& dir, std::string_view how) {
   int rank = env_int("SHOAL_RANK");
   int size = env_int("SHOAL_WORLD_SIZE");
@@ -213,6 +222,7 @@ int main(int argc, char** argv) {
     touch(arg(2) + "/ran." + std::to_string(env_int("SHOAL_RANK")));
     return 0;
   }
+  if (mode == "chatter" && argc == 4) return mode_chatter(std::atoi(argv[2]), arg(3));
   if (mode == "sleep" && argc >= 3) sleep_forever(arg(2), arg(3));
   if (mode == "fail" && argc >= 5) return mode_fail(std::atoi(argv[2]), arg(3), arg(4), arg(5));
   if (mode == "sockets") return mode_sockets();

@@ -46,10 +46,14 @@ struct run_result {
 // Called whenever new output arrived, with shoalrun's pid and all output so far.
 using output_hook = std::function<void(pid_t, const std::string& out, const std::string& err)>;
 
-// Runs shoalrun with `args` and `extra_env` ("NAME=value", overriding the inherited environment) until
-// it exits and both of its output streams are closed.
-run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {},
-                        const output_hook& hook = {}) {
+// Runs in the child between fork and execve, after its stdout and stderr are set: may change its stdin
+// or its session. The test process is single-threaded there, so any call will do.
+using child_hook = std::function<void()>;
+
+// Runs `command` (the program and its arguments) with `extra_env` ("NAME=value", overriding the
+// inherited environment) until it exits and both of its output streams are closed.
+run_result run_command(const std::vector<std::string>& command, const std::vector<std::string>& extra_env = {},
+                       const output_hook& hook = {}, const child_hook& in_child = {}) {
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry = *e;
@@ -62,8 +66,7 @@ run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_storage = {kShoalrun};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<std::string> argv_storage = command;
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -76,6 +79,7 @@ run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<
   if (pid == 0) {
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
+    if (in_child) in_child();
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -118,6 +122,14 @@ run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   return result;
+}
+
+// Runs shoalrun with `args`; see run_command.
+run_result run_shoalrun(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {},
+                        const output_hook& hook = {}, const child_hook& in_child = {}) {
+  std::vector<std::string> command = {kShoalrun};
+  command.insert(command.end(), args.begin(), args.end());
+  return run_command(command, extra_env, hook, in_child);
 }
 
 std::string rank_prefix(int rank) { return fmt::format("[{}] ", rank); }
@@ -286,6 +298,24 @@ TEST(output, long_lines_of_different_ranks_never_interleave) {
     ++count[rank];
   }
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(count[rank], kLines) << "rank " << rank;
+}
+
+TEST(output, a_reader_that_leaves_early_costs_output_but_not_the_job) {
+  // `shoalrun ... | head -n 1`. Each rank writes far more than the pipes on its way hold, so it is still
+  // writing when head has gone; it creates its marker file only after its last line.
+  constexpr int kRanks = 2;
+  temp_dir dir;
+  const std::string status_file = dir.str() + "/shoalrun.status";
+  run_result r =
+      run_command({"/bin/sh", "-c", R"(out=$1; shift; { "$@"; echo $? > "$out"; } | head -n 1)", "sh", status_file,
+                   kShoalrun, "-n", std::to_string(kRanks), "--", kProbe, "chatter", "20000", dir.str()});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(split_lines(r.out).size(), 1u) << describe(r);
+  std::string status;
+  std::ifstream(status_file) >> status;
+  EXPECT_EQ(status, "0") << "shoalrun's exit status\n" << describe(r);
+  for (int rank = 0; rank < kRanks; ++rank)
+    EXPECT_TRUE(fs::exists(dir.str() + "/done." + std::to_string(rank))) << "rank " << rank << " did not finish";
 }
 
 // --- usage errors ------------------------------------------------------------------------------

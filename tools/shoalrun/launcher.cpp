@@ -201,6 +201,7 @@ class job {
 
  private:
   void block_signals();
+  void ignore_sigpipe();
   void spawn_all();
   void spawn(rank_process& proc, const exec_image& image, int listen_fd, int stdin_fd);
   [[noreturn]] void exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_fd, int listen_fd,
@@ -225,6 +226,8 @@ class job {
 
   sigset_t old_mask_{};
   bool signals_blocked_ = false;
+  struct sigaction old_sigpipe_ {};
+  bool sigpipe_ignored_ = false;
   unique_fd signal_fd_;
 
   std::optional<steady::time_point> deadline_;       // of the whole run (--timeout)
@@ -235,6 +238,7 @@ class job {
 
 job::~job() {
   if (signals_blocked_) ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  if (sigpipe_ignored_) ::sigaction(SIGPIPE, &old_sigpipe_, nullptr);
 }
 
 // SIGCHLD, SIGINT and SIGTERM are taken through a signalfd in the poll loop, so no handler runs
@@ -248,6 +252,17 @@ void job::block_signals() {
   if (::sigprocmask(SIG_BLOCK, &set, &old_mask_) != 0) throw_errno("sigprocmask");
   signals_blocked_ = true;
   signal_fd_ = own_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), "signalfd");
+}
+
+// A reader of shoalrun's output that goes away early (`shoalrun ... | head`) must cost only the rest of
+// the output (see write_all): by default SIGPIPE would kill shoalrun, and with it every rank. Each child
+// gets back the disposition shoalrun inherited, since an ignored signal stays ignored across execve.
+void job::ignore_sigpipe() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  if (::sigaction(SIGPIPE, &ignore, &old_sigpipe_) != 0) throw_errno("sigaction(SIGPIPE)");
+  sigpipe_ignored_ = true;
 }
 
 exec_image job::make_image(int rank, const std::vector<std::string>& base_env, int listen_fd) const {
@@ -280,6 +295,7 @@ void job::exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_
   // Rank 0 alone keeps the listening socket across exec; every other descriptor of shoalrun is CLOEXEC.
   if (listen_fd >= 0 && ::fcntl(listen_fd, F_SETFD, 0) != 0) ::_exit(kExitExecFailed);
   ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  ::sigaction(SIGPIPE, &old_sigpipe_, nullptr);
   ::execve(program_path_.c_str(), image.argv.data(), image.envp.data());
   // Only async-signal-safe calls here: the errno goes out as digits written by hand.
   int err = errno;
@@ -470,6 +486,7 @@ void job::poll_once() {
 
 int job::run() {
   block_signals();
+  ignore_sigpipe();
   if (options_.timeout_seconds)
     deadline_ = steady::now() +
                 std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(*options_.timeout_seconds));

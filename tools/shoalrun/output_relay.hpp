@@ -31,7 +31,8 @@ class line_relay {
 };
 
 // Writes all of `bytes` to `fd`, retrying on EINTR and partial writes. Errors (e.g. a closed pipe) drop
-// the rest: losing output must not stop the job.
+// the rest: losing output must not stop the job. A closed pipe is an error here, not a SIGPIPE, because
+// shoalrun ignores SIGPIPE while it runs a job.
 void write_all(int fd, std::string_view bytes) noexcept;
 
 }  // namespace shoal::launcher
