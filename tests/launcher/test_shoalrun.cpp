@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -447,6 +448,46 @@ TEST_P(forwarded_signal, reaches_every_rank_and_shoalrun_ends) {
   }
   expect_all_gone(probe_pids(r.out));
 }
+
+// A process that has ended, whether or not its new parent has reaped it yet.
+bool has_ended(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  std::size_t name_end = line.rfind(')');  // the state follows the command name in parentheses
+  return name_end != std::string::npos && name_end + 2 < line.size() &&
+         (line[name_end + 2] == 'Z' || line[name_end + 2] == 'X');
+}
+
+// What a rank's background helper does before it writes its pid and sleeps: nothing, or ignore SIGTERM.
+class helper_of_a_failed_rank : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(helper_of_a_failed_rank, is_stopped_with_the_job) {
+  // Rank 1 starts a helper in its process group, waits until the helper is set up and fails; rank 0 runs
+  // until the job is stopped.
+  temp_dir dir;
+  const std::string pid_file = dir.str() + "/helper.pid";
+  const std::string script = "if [ \"$SHOAL_RANK\" = 1 ]; then sh -c '" + GetParam() +
+                             "echo $$ > \"$0\"; exec sleep 777' \"$0\" & "
+                             "while [ ! -s \"$0\" ]; do sleep 0.05; done; exit 3; fi; exec sleep 600";
+  run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", script, pid_file});
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  pid_t helper = 0;
+  std::ifstream(pid_file) >> helper;
+  ASSERT_GT(helper, 0) << describe(r);
+  // Bound generously: the helper has had its signals before shoalrun returned.
+  auto give_up = steady::now() + std::chrono::seconds(3);
+  while (!has_ended(helper) && steady::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  bool ended = has_ended(helper);
+  if (!ended) ::kill(helper, SIGKILL);  // not left behind by a failing test
+  EXPECT_TRUE(ended) << "the helper " << helper << " outlived the job\n" << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(helpers, helper_of_a_failed_rank, ::testing::Values("", "trap \"\" TERM; "),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::string(info.param.empty() ? "plain" : "ignoring_sigterm");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(signals, forwarded_signal, ::testing::Values(SIGTERM, SIGINT),
                          [](const ::testing::TestParamInfo<int>& info) {

@@ -146,13 +146,21 @@ bool is_executable_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const char* name = ::strsignal(WTERMSIG(status));
-    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), name != nullptr ? name : "unknown");
+// `end`: what waitid reported for a rank that has ended.
+bool ended_well(const siginfo_t& end) { return end.si_code == CLD_EXITED && end.si_status == 0; }
+
+// The code shoalrun exits with when this end is the first failure: the rank's own status, or 128+signal.
+int exit_code_of(const siginfo_t& end) {
+  return end.si_code == CLD_EXITED ? end.si_status : kExitSignalBase + end.si_status;
+}
+
+std::string describe_end(const siginfo_t& end) {
+  if (end.si_code == CLD_EXITED) return fmt::format("exited with status {}", end.si_status);
+  if (end.si_code == CLD_KILLED || end.si_code == CLD_DUMPED) {
+    const char* name = ::strsignal(end.si_status);
+    return fmt::format("was killed by signal {} ({})", end.si_status, name != nullptr ? name : "unknown");
   }
-  return fmt::format("ended with wait status {:#x}", status);
+  return fmt::format("ended with code {} and status {}", end.si_code, end.si_status);
 }
 
 // "0-3, 5, 6, 8-11": compact for large jobs.
@@ -170,7 +178,7 @@ std::string format_ranks(const std::vector<int>& ranks) {
 }
 
 struct child_stream {
-  unique_fd fd;  // read end of the pipe; closed at EOF or once the rank has been reaped
+  unique_fd fd;  // read end of the pipe; closed at EOF or once the rank has ended
   line_relay relay;
 };
 
@@ -211,10 +219,11 @@ class job {
   void poll_once();
   void read_stream(child_stream& stream, bool until_eof);
   void on_signals();
-  void reap();
-  void on_exit(rank_process& proc, int status);
+  void collect_ends();
+  void on_end(rank_process& proc, const siginfo_t& end);
   void begin_stop(stop_reason reason, int signo);
-  void signal_running(int signo);
+  void signal_groups(int signo);
+  void reap_all();
   std::vector<int> running_ranks() const;
   bool any_running() const;
 
@@ -370,9 +379,12 @@ void job::read_stream(child_stream& stream, bool until_eof) {
   }
 }
 
-void job::signal_running(int signo) {
+// Signals the process group of every rank started, whether the rank still runs or not: one that ended
+// may have left helpers behind in its group. No other process can be hit, because an ended rank stays
+// unreaped until the job is over (see collect_ends): its pid, the group's id, cannot be reused until then.
+void job::signal_groups(int signo) {
   for (const rank_process& proc : ranks_) {
-    if (!proc.running) continue;
+    if (proc.pid < 0) continue;
     if (::kill(-proc.pid, signo) != 0) ::kill(proc.pid, signo);
   }
 }
@@ -393,35 +405,45 @@ void job::begin_stop(stop_reason reason, int signo) {
   if (reason_ != stop_reason::none) return;
   reason_ = reason;
   std::vector<int> still = running_ranks();
-  if (!still.empty()) {
-    if (reason == stop_reason::rank_failed)
-      note(fmt::format("stopping rank{} {}", still.size() == 1 ? "" : "s", format_ranks(still)));
-    signal_running(signo);
-  }
+  if (!still.empty() && reason == stop_reason::rank_failed)
+    note(fmt::format("stopping rank{} {}", still.size() == 1 ? "" : "s", format_ranks(still)));
+  signal_groups(signo);
   kill_deadline_ = steady::now() + kStopGrace;
 }
 
-void job::on_exit(rank_process& proc, int status) {
+void job::on_end(rank_process& proc, const siginfo_t& end) {
   proc.running = false;
   // Everything the rank wrote before it ended is in the pipes now; relay it before the verdict.
   read_stream(proc.out, true);
   read_stream(proc.err, true);
-  bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  if (failed && reason_ == stop_reason::none) {
-    note(fmt::format("rank {} {}", proc.rank, describe_status(status)));
-    reason_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : kExitSignalBase + WTERMSIG(status);
+  if (!ended_well(end) && reason_ == stop_reason::none) {
+    note(fmt::format("rank {} {}", proc.rank, describe_end(end)));
+    reason_code_ = exit_code_of(end);
     begin_stop(stop_reason::rank_failed, SIGTERM);
   } else if (options_.verbose) {
-    note(fmt::format("rank {} {}", proc.rank, describe_status(status)));
+    note(fmt::format("rank {} {}", proc.rank, describe_end(end)));
   }
 }
 
-void job::reap() {
-  int status = 0;
-  pid_t pid;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-    auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const rank_process& p) { return p.pid == pid; });
-    if (it != ranks_.end() && it->running) on_exit(*it, status);
+// Notes the ranks that have ended but leaves them unreaped (WNOWAIT) until reap_all: a zombie keeps its
+// pid, and so its process group's id, from being reused while the job may still signal that group.
+void job::collect_ends() {
+  for (rank_process& proc : ranks_) {
+    if (!proc.running) continue;
+    siginfo_t end{};
+    if (::waitid(P_PID, static_cast<id_t>(proc.pid), &end, WEXITED | WNOHANG | WNOWAIT) != 0) throw_errno("waitid");
+    if (end.si_pid == proc.pid) on_end(proc, end);
+  }
+}
+
+// Once no rank runs and the last signal to their groups has gone out: from here on their pids, and so
+// their groups' ids, may be reused.
+void job::reap_all() {
+  for (rank_process& proc : ranks_) {
+    if (proc.pid < 0) continue;
+    while (::waitpid(proc.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    proc.pid = -1;
   }
 }
 
@@ -437,10 +459,10 @@ void job::on_signals() {
     } else {
       // A second request while stopping: do not wait out the grace period.
       note(fmt::format("received signal {} while stopping; killing the ranks", signo));
-      signal_running(SIGKILL);
+      signal_groups(SIGKILL);
     }
   }
-  reap();
+  collect_ends();
 }
 
 void job::poll_once() {
@@ -479,7 +501,7 @@ void job::poll_once() {
     if (!still.empty()) {
       note(fmt::format("rank{} {} still running after {} s; sending SIGKILL", still.size() == 1 ? "" : "s",
                        format_ranks(still), std::chrono::seconds(kStopGrace).count()));
-      signal_running(SIGKILL);
+      signal_groups(SIGKILL);
     }
   }
 }
@@ -498,6 +520,9 @@ int job::run() {
     begin_stop(stop_reason::spawn_failed, SIGKILL);
   }
   while (any_running()) poll_once();
+  // A stopped job ends with its ranks: what they left in their groups is killed before shoalrun returns.
+  if (reason_ != stop_reason::none) signal_groups(SIGKILL);
+  reap_all();
   return reason_ == stop_reason::none ? 0 : reason_code_;
 }
 

@@ -31,6 +31,8 @@ CUDA_MODULE_LOADING=EAGER in their environment (docs/getting-started.md, "Across
 
 When a process fails (non-zero exit or killed by a signal), the others get SIGTERM, then SIGKILL 2 s
 later. SIGINT and SIGTERM sent to shoalrun are forwarded to all processes; a second one kills them.
+Each process runs in a process group of its own and these signals go to the groups, so they also reach
+what the processes started, an ended process's included; what is left when the last one ends is killed.
 
 Exit status:
   0        every process exited with status 0
