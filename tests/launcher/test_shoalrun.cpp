@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -21,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -317,6 +320,57 @@ TEST(output, a_reader_that_leaves_early_costs_output_but_not_the_job) {
   EXPECT_EQ(status, "0") << "shoalrun's exit status\n" << describe(r);
   for (int rank = 0; rank < kRanks; ++rank)
     EXPECT_TRUE(fs::exists(dir.str() + "/done." + std::to_string(rank))) << "rank " << rank << " did not finish";
+}
+
+// --- input -------------------------------------------------------------------------------------
+
+TEST(input, piped_stdin_reaches_rank0_alone_and_ends_there) {
+  int in[2];
+  ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  constexpr std::string_view kText = "first\nsecond\n";
+  ASSERT_EQ(::write(in[1], kText.data(), kText.size()), static_cast<ssize_t>(kText.size()));
+  ASSERT_EQ(::close(in[1]), 0);
+  // `cat` ends only at the end of its input, so "end" shows that it arrived.
+  run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", "cat; echo end"}, {}, {}, [&] {
+    if (::dup2(in[0], STDIN_FILENO) < 0) ::_exit(126);
+  });
+  ::close(in[0]);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  std::vector<std::string> lines = split_lines(r.out);
+  std::vector<std::string> rank0, rank1;
+  for (const std::string& line : lines) (line.starts_with(rank_prefix(0)) ? rank0 : rank1).push_back(line);
+  EXPECT_EQ(rank0, (std::vector<std::string>{"[0] first", "[0] second", "[0] end"})) << describe(r);
+  EXPECT_EQ(rank1, (std::vector<std::string>{"[1] end"})) << describe(r);
+}
+
+TEST(input, a_line_typed_on_the_terminal_reaches_rank0) {
+  // shoalrun leads a session whose controlling terminal is a pseudo-terminal, and is its foreground
+  // process group, as when started from an interactive shell. The ranks run in groups of their own, so a
+  // rank that read the terminal itself would be stopped (SIGTTIN) and the job would hang.
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0) << std::strerror(errno);
+  ASSERT_EQ(::grantpt(master), 0) << std::strerror(errno);
+  ASSERT_EQ(::unlockpt(master), 0) << std::strerror(errno);
+  const char* name = ::ptsname(master);
+  ASSERT_NE(name, nullptr) << std::strerror(errno);
+  const std::string terminal = name;
+  auto on_terminal = [&] {
+    if (::setsid() < 0) ::_exit(126);
+    int fd = ::open(terminal.c_str(), O_RDWR);
+    if (fd < 0 || ::ioctl(fd, TIOCSCTTY, 0) != 0 || ::dup2(fd, STDIN_FILENO) < 0) ::_exit(126);
+  };
+  // Rank 1 reads an empty stdin and answers at once; that says the job is up, so the line is typed then.
+  bool typed = false;
+  auto type_when_up = [&](pid_t, const std::string& out, const std::string&) {
+    if (typed || out.find("[1] got:\n") == std::string::npos) return;
+    constexpr std::string_view kLine = "hello\n";
+    typed = ::write(master, kLine.data(), kLine.size()) == static_cast<ssize_t>(kLine.size());
+  };
+  run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", "read x; echo got:$x"}, {}, type_when_up, on_terminal);
+  ::close(master);
+  ASSERT_TRUE(typed) << describe(r);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.out.find("[0] got:hello\n"), std::string::npos) << describe(r);
 }
 
 // --- usage errors ------------------------------------------------------------------------------

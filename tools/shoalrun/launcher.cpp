@@ -38,6 +38,9 @@ constexpr int kListenBacklog = 1024;
 constexpr int kSecretBytes = 16;      // printed as 32 lowercase hex digits
 constexpr int kExitExecFailed = 127;  // a child whose execve failed, as a shell reports it
 constexpr std::size_t kReadChunk = 64 * 1024;
+// How soon input typed on the terminal starts reaching rank 0 after a backgrounded shoalrun is brought
+// back to the foreground.
+constexpr auto kForegroundRecheck = std::chrono::milliseconds(250);
 
 // Variables shoalrun sets in every child. Inherited values of them are dropped first, so a shoalrun
 // started from inside a rank never leaks that rank's identity or listen fd to its own children.
@@ -190,6 +193,84 @@ struct rank_process {
   child_stream err;
 };
 
+// A terminal stops a reader outside its foreground process group (SIGTTIN); any other stdin may be read.
+bool stdin_readable_now() {
+  pid_t foreground = ::tcgetpgrp(STDIN_FILENO);
+  return foreground < 0 || foreground == ::getpgrp();
+}
+
+// Rank 0's stdin: a pipe that shoalrun fills from its own stdin. Rank 0 runs in a process group of its
+// own, so it must not read a terminal itself: the terminal would stop it (SIGTTIN) and the job would
+// hang. shoalrun reads a terminal only while its own group is in the foreground, so that a shoalrun
+// sent to the background is not stopped either. The pipe closes at the end of shoalrun's stdin; input
+// that rank 0 does not take (it closed its stdin or ended) is dropped.
+class stdin_relay {
+ public:
+  // Opens the pipe and returns its read end, which becomes rank 0's stdin.
+  unique_fd open();
+  // What the relay waits for: input, or room in the pipe for what it read; fd -1 when nothing.
+  pollfd wanted() const;
+  // True while only the terminal, held by another process group, keeps the relay waiting: no poll event
+  // says when shoalrun is in the foreground again, so the poll loop wakes up to look.
+  bool waiting_for_foreground() const;
+  // After poll reported wanted() ready: moves what it can without blocking.
+  void on_ready();
+  // Ends the relay: rank 0 has ended or closed its stdin.
+  void close();
+
+ private:
+  void drain();
+
+  unique_fd to_rank0_;   // the pipe's write end, non-blocking; closed once the relay is over
+  std::string pending_;  // read from stdin, not yet in the pipe
+  bool input_ended_ = false;
+};
+
+unique_fd stdin_relay::open() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+  unique_fd read_end = own_fd(fds[0], "pipe2");
+  to_rank0_ = own_fd(fds[1], "pipe2");
+  if (::fcntl(to_rank0_.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("fcntl(O_NONBLOCK)");
+  return read_end;
+}
+
+pollfd stdin_relay::wanted() const {
+  if (to_rank0_ && !pending_.empty()) return {.fd = to_rank0_.get(), .events = POLLOUT, .revents = 0};
+  if (to_rank0_ && stdin_readable_now()) return {.fd = STDIN_FILENO, .events = POLLIN, .revents = 0};
+  return {.fd = -1, .events = 0, .revents = 0};
+}
+
+bool stdin_relay::waiting_for_foreground() const { return to_rank0_ && pending_.empty() && !stdin_readable_now(); }
+
+void stdin_relay::on_ready() {
+  if (pending_.empty()) {
+    // Only after poll said so: shoalrun's stdin is shared with other processes and stays blocking.
+    pending_.resize(kReadChunk);
+    ssize_t n = ::read(STDIN_FILENO, pending_.data(), pending_.size());
+    pending_.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    // An error other than an interruption ends the input as its end does (e.g. EBADF: no stdin at all).
+    input_ended_ = n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+  }
+  drain();
+}
+
+void stdin_relay::drain() {
+  while (!pending_.empty()) {
+    ssize_t n = ::write(to_rank0_.get(), pending_.data(), pending_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;  // the pipe is full: wait for room
+    if (n < 0) return close();             // EPIPE: rank 0 closed its stdin
+    pending_.erase(0, static_cast<std::size_t>(n));
+  }
+  if (input_ended_) to_rank0_.reset();
+}
+
+void stdin_relay::close() {
+  to_rank0_.reset();
+  pending_.clear();
+}
+
 // argv and envp of one rank, built before fork so the child calls only async-signal-safe functions.
 struct exec_image {
   std::vector<std::string> env;
@@ -232,6 +313,7 @@ class job {
   std::string secret_;
   int port_ = 0;
   std::vector<rank_process> ranks_;
+  stdin_relay stdin_;
 
   sigset_t old_mask_{};
   bool signals_blocked_ = false;
@@ -299,7 +381,7 @@ void job::exec_child(const exec_image& image, int stdin_fd, int out_fd, int err_
   // If shoalrun dies without stopping the job (e.g. SIGKILL), the ranks die with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(kExitExecFailed);
-  if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(kExitExecFailed);
+  if (::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(kExitExecFailed);
   if (::dup2(out_fd, STDOUT_FILENO) < 0 || ::dup2(err_fd, STDERR_FILENO) < 0) ::_exit(kExitExecFailed);
   // Rank 0 alone keeps the listening socket across exec; every other descriptor of shoalrun is CLOEXEC.
   if (listen_fd >= 0 && ::fcntl(listen_fd, F_SETFD, 0) != 0) ::_exit(kExitExecFailed);
@@ -342,8 +424,9 @@ void job::spawn_all() {
   listener l = open_listener();
   port_ = l.port;
   secret_ = make_secret();
-  // Only rank 0 reads shoalrun's stdin; the others read an empty stream rather than race for it.
+  // Only rank 0 reads shoalrun's stdin, through the relay; the others read an empty stream.
   unique_fd null_fd = own_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC), "open(/dev/null)");
+  unique_fd rank0_stdin = stdin_.open();
 
   std::vector<std::string> base_env;
   for (char** entry = environ; *entry != nullptr; ++entry)
@@ -356,9 +439,10 @@ void job::spawn_all() {
                                   .out = {.fd = {}, .relay = line_relay(r, STDOUT_FILENO)},
                                   .err = {.fd = {}, .relay = line_relay(r, STDERR_FILENO)}});
     int listen_fd = (r == 0) ? l.fd.get() : -1;
-    spawn(ranks_.back(), make_image(r, base_env, listen_fd), listen_fd, r == 0 ? -1 : null_fd.get());
+    spawn(ranks_.back(), make_image(r, base_env, listen_fd), listen_fd, r == 0 ? rank0_stdin.get() : null_fd.get());
   }
-  // `l` closes here: rank 0 holds the only remaining copy of the listening socket.
+  // `l` and `rank0_stdin` close here: rank 0 holds the only remaining copies of the listening socket and
+  // of its stdin's read end.
 }
 
 void job::read_stream(child_stream& stream, bool until_eof) {
@@ -413,6 +497,7 @@ void job::begin_stop(stop_reason reason, int signo) {
 
 void job::on_end(rank_process& proc, const siginfo_t& end) {
   proc.running = false;
+  if (proc.rank == 0) stdin_.close();
   // Everything the rank wrote before it ended is in the pipes now; relay it before the verdict.
   read_stream(proc.out, true);
   read_stream(proc.err, true);
@@ -469,6 +554,8 @@ void job::poll_once() {
   std::vector<pollfd> fds;
   std::vector<child_stream*> streams;
   fds.push_back({.fd = signal_fd_.get(), .events = POLLIN, .revents = 0});
+  fds.push_back(stdin_.wanted());  // poll skips it when its fd is -1
+  constexpr std::size_t kFirstStream = 2;
   for (rank_process& proc : ranks_) {
     for (child_stream* s : {&proc.out, &proc.err}) {
       if (!s->fd) continue;
@@ -483,10 +570,15 @@ void job::poll_once() {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - steady::now()).count();
     timeout_ms = static_cast<int>(std::clamp<decltype(left)>(left, 0, 60'000));
   }
+  if (stdin_.waiting_for_foreground()) {
+    auto recheck = static_cast<int>(kForegroundRecheck.count());
+    timeout_ms = timeout_ms < 0 ? recheck : std::min(timeout_ms, recheck);
+  }
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) throw_errno("poll");
 
-  for (std::size_t i = 1; i < fds.size(); ++i)
-    if (fds[i].revents != 0) read_stream(*streams[i - 1], false);
+  for (std::size_t i = kFirstStream; i < fds.size(); ++i)
+    if (fds[i].revents != 0) read_stream(*streams[i - kFirstStream], false);
+  if (fds[1].revents != 0) stdin_.on_ready();
   if (fds[0].revents != 0) on_signals();
 
   steady::time_point now = steady::now();

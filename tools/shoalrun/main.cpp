@@ -21,7 +21,8 @@ constexpr std::string_view kFooter =
 SHOAL_BOOTSTRAP_ADDR (127.0.0.1:port, already listening) and SHOAL_BOOTSTRAP_SECRET (fresh per job);
 rank 0 also gets SHOAL_BOOTSTRAP_LISTEN_FD, the listening socket itself. NCCL_NVLS_ENABLE=0,
 NVSHMEM_DISABLE_NVLS=1 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are always set. Every line a process
-writes is prefixed with "[rank] " (stdout to stdout, stderr to stderr). Only rank 0 reads stdin.
+writes is prefixed with "[rank] " (stdout to stdout, stderr to stderr). Only rank 0 reads stdin:
+shoalrun passes its own stdin on to rank 0 through a pipe; the others read an empty stdin.
 
 shoalrun starts the PEs of one host. Across nodes, start one PE per GPU with your cluster's launcher,
 which shoal::init recognises: under Slurm, export SHOAL_BOOTSTRAP_ADDR=<first node>:<port> and run
