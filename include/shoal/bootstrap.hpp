@@ -63,10 +63,10 @@ struct unique_id {
 // PE 0 only: reserves a rendezvous address on this host and a fresh secret.
 unique_id make_unique_id();
 
-// Detects the launcher from the environment: shoalrun (SHOAL_*), torchrun (RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; the rendezvous is SHOAL_BOOTSTRAP_ADDR or
-// MASTER_ADDR:MASTER_PORT+1), Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) or Open MPI
-// (OMPI_COMM_WORLD_*), the latter two with SHOAL_BOOTSTRAP_ADDR. Without SHOAL_BOOTSTRAP_SECRET the
+// Detects the launcher from the environment, first match wins: shoalrun (SHOAL_*), torchrun (RANK or
+// TORCHELASTIC_RUN_ID set; reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+// the rendezvous is SHOAL_BOOTSTRAP_ADDR or MASTER_ADDR:MASTER_PORT+1), Open MPI (OMPI_COMM_WORLD_*) or
+// Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), the latter two with SHOAL_BOOTSTRAP_ADDR. Without SHOAL_BOOTSTRAP_SECRET the
 // secret of the last three is derived from job variables: it keeps jobs apart, not attackers out.
 // With no launcher variable at all, the process is a job of 1 PE. Throws shoal::error (errc::bootstrap)
 // saying what it looked for and what is missing when a launcher's variables are incomplete.

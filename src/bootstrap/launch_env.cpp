@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kLookedFor =
     "looked for SHOAL_RANK + SHOAL_WORLD_SIZE (shoalrun), RANK + WORLD_SIZE + MASTER_ADDR + MASTER_PORT (torchrun), "
-    "SLURM_PROCID + SLURM_NTASKS (Slurm), OMPI_COMM_WORLD_RANK + OMPI_COMM_WORLD_SIZE (Open MPI)";
+    "OMPI_COMM_WORLD_RANK + OMPI_COMM_WORLD_SIZE (Open MPI), SLURM_PROCID + SLURM_NTASKS (Slurm)";
 
 // Environment access with the missing-variable errors of one launcher.
 class env_reader {
@@ -148,15 +148,18 @@ launch_info detect_launch(const config& cfg, const config::getenv_fn& getenv) {
     return v && *v;
   };
   if (cfg.rank >= 0 || cfg.world_size >= 0) return from_shoalrun(cfg, env_reader(getenv, "shoalrun"));
-  if (has("RANK") || has("WORLD_SIZE") || has("MASTER_ADDR") || has("TORCHELASTIC_RUN_ID"))
-    return from_torchrun(cfg, env_reader(getenv, "torchrun"));
-  if (has("SLURM_PROCID"))
-    return from_scheduler(cfg, env_reader(getenv, "Slurm"), "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-                          {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_CLUSTER_NAME"});
+  // RANK or the run id, not MASTER_ADDR or WORLD_SIZE: scripts export those two for torch.distributed
+  // under other launchers too.
+  if (has("RANK") || has("TORCHELASTIC_RUN_ID")) return from_torchrun(cfg, env_reader(getenv, "torchrun"));
+  // Open MPI before Slurm: mpirun inside a Slurm allocation passes the batch step's SLURM_PROCID (0 for
+  // every rank) and SLURM_NTASKS on to its ranks.
   if (has("OMPI_COMM_WORLD_RANK"))
     return from_scheduler(cfg, env_reader(getenv, "Open MPI"), "openmpi", "OMPI_COMM_WORLD_RANK",
                           "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                           {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid"});
+  if (has("SLURM_PROCID"))
+    return from_scheduler(cfg, env_reader(getenv, "Slurm"), "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+                          {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_CLUSTER_NAME"});
   // No launcher. A rendezvous address alone means someone meant to start a job and forgot the PE numbers.
   if (!cfg.bootstrap_addr.empty() || cfg.bootstrap_listen_fd >= 0)
     throw error(errc::bootstrap, "make_bootstrap_from_env",

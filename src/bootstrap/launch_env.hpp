@@ -24,10 +24,12 @@ struct launch_info {
   int listen_fd = -1;  // PE 0 under shoalrun: an already-listening socket bound to `addr`
 };
 
-// Recognises, in order: shoalrun (SHOAL_RANK, SHOAL_WORLD_SIZE, ...), torchrun (RANK, WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT; the hub uses SHOAL_BOOTSTRAP_ADDR or MASTER_PORT + 1, since torchrun's own
-// store listens on MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS) and Open MPI (OMPI_COMM_WORLD_*), the
-// last two with SHOAL_BOOTSTRAP_ADDR (not needed for a 1-task job). With no launcher variable at all the
+// Recognises, in order: shoalrun (SHOAL_RANK, SHOAL_WORLD_SIZE, ...), torchrun (when RANK or
+// TORCHELASTIC_RUN_ID is set; reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; the hub uses
+// SHOAL_BOOTSTRAP_ADDR or MASTER_PORT + 1, since torchrun's own store listens on MASTER_PORT), Open MPI
+// (OMPI_COMM_WORLD_*) and Slurm (SLURM_PROCID, SLURM_NTASKS), the last two with SHOAL_BOOTSTRAP_ADDR (not
+// needed for a 1-task job). Open MPI comes before Slurm because mpirun inside a Slurm allocation passes the
+// allocation's SLURM_* variables on to every rank. With no launcher variable at all the
 // process is a 1-PE job. A partial or inconsistent set throws shoal::error(errc::bootstrap) naming what
 // was found and what is missing. `cfg` is the SHOAL_* configuration read through the same `getenv`.
 launch_info detect_launch(const config& cfg, const config::getenv_fn& getenv);

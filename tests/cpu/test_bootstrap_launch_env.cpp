@@ -166,6 +166,33 @@ TEST(BootstrapLaunchEnv, OpenMpi) {
                {"OMPI_COMM_WORLD_SIZE", "Open MPI"});
 }
 
+// mpirun started inside a Slurm allocation: every rank inherits the batch step's SLURM_PROCID=0, so
+// only Open MPI's own variables tell the ranks apart.
+TEST(BootstrapLaunchEnv, OpenMpiInsideASlurmAllocation) {
+  launch_info i = detect({{"OMPI_COMM_WORLD_RANK", "3"},
+                          {"OMPI_COMM_WORLD_SIZE", "4"},
+                          {"SLURM_PROCID", "0"},
+                          {"SLURM_NTASKS", "1"},
+                          {"SLURM_JOB_ID", "4242"},
+                          {"SHOAL_BOOTSTRAP_ADDR", "10.1.1.1:9000"}});
+  EXPECT_EQ(i.launcher, "openmpi");
+  EXPECT_EQ(i.pe, 3);
+  EXPECT_EQ(i.n_pes, 4);
+}
+
+// A Slurm script that exports MASTER_ADDR and MASTER_PORT for torch.distributed and starts its tasks
+// with srun: without RANK or TORCHELASTIC_RUN_ID this is not a torchrun launch.
+TEST(BootstrapLaunchEnv, SlurmWithTorchRendezvousVariables) {
+  launch_info i = detect({{"MASTER_ADDR", "node01"},
+                          {"MASTER_PORT", "29500"},
+                          {"SLURM_PROCID", "1"},
+                          {"SLURM_NTASKS", "2"},
+                          {"SHOAL_BOOTSTRAP_ADDR", "node01:7000"}});
+  EXPECT_EQ(i.launcher, "slurm");
+  EXPECT_EQ(i.pe, 1);
+  EXPECT_EQ(i.n_pes, 2);
+}
+
 TEST(BootstrapLaunchEnv, ShoalrunWinsOverOthers) {
   launch_info i = detect({{"SHOAL_RANK", "1"},
                           {"SHOAL_WORLD_SIZE", "2"},
