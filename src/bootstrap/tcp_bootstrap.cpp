@@ -40,6 +40,12 @@ unique_fd adopt_listener(unique_fd fd) {
 tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pes), timeout_s_(o.timeout_s) {
   if (n_pes_ < 1 || pe_ < 0 || pe_ >= n_pes_)
     throw error(errc::invalid_argument, "bootstrap", fmt::format("pe {} is not in 0..{}", pe_, n_pes_ - 1));
+  // The hello carries the secret in a string field of at most kMaxStringBytes: a longer secret would
+  // arrive cut, match no PE's and get every PE refused. Only SHOAL_BOOTSTRAP_SECRET can be that long.
+  if (o.secret.size() > wire::kMaxStringBytes)
+    throw error(errc::config, "SHOAL_BOOTSTRAP_SECRET",
+                fmt::format("the secret is {} bytes long; at most {} bytes are allowed", o.secret.size(),
+                            wire::kMaxStringBytes));
   host_port hub_at = parse_host_port(o.addr, "bootstrap address");
   // The hub answers within the timeout (or reports who is missing); this PE waits a little longer so
   // that the hub's message, which names the PE at fault, arrives before this PE gives up on its own.
