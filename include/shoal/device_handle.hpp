@@ -1,6 +1,7 @@
 // shoal::device_handle: everything a kernel needs to reach the symmetric heap of every PE, as one
 // trivially copyable struct passed to kernels by value (no __device__ globals, no -rdc, no device link).
-// Take it from shoal::world::device_handle() after init and after any heap growth you want checked.
+// Take it from shoal::world::device_handle() after init. A handle taken before a heap growth stays valid:
+// addresses are checked (SHOAL_DEBUG) against each PE's whole heap slot, which the growth only fills.
 // Compiles with a plain host compiler; the functions that use it are in shoal/device.cuh.
 #pragma once
 

@@ -66,7 +66,11 @@ unique_id encode_id(const id_contents& c) {
   std::memcpy(out, kIdMagic, sizeof kIdMagic);
   std::size_t pos = sizeof kIdMagic;
   for (const std::string* s : {&c.addr, &c.secret}) {
-    if (s->size() > 56) throw error(errc::internal, "make_unique_id", fmt::format("'{}' does not fit an id", *s));
+    if (s->size() > 56)
+      throw error(errc::config, "make_unique_id",
+                  fmt::format("the rendezvous address '{}' is longer than the 56 bytes an id carries "
+                              "(set SHOAL_BOOTSTRAP_ADDR to a shorter host name or an IP address)",
+                              *s));
     out[pos++] = static_cast<std::byte>(s->size());
     std::memcpy(out + pos, s->data(), s->size());
     pos += s->size();
@@ -114,9 +118,10 @@ unique_id make_unique_id() {
   detail::unique_fd listener = detail::listen_tcp(where, 4096);
   where.port = detail::bound_port(listener.get());
   id_contents c{where.text(), detail::random_hex(16)};
+  const unique_id id = encode_id(c);  // before the listener is kept: an id that cannot be made keeps nothing
   std::lock_guard lock(g_reserved_mutex);
   g_reserved[c.addr] = std::move(listener);
-  return encode_id(c);
+  return id;
 }
 
 std::unique_ptr<bootstrap> make_bootstrap(const unique_id& id, int pe, int n_pes) {

@@ -249,8 +249,13 @@ void hub::loop::accept_all() {
     int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors, the listener stays readable and the hub would spin until the deadline: the job
+      // cannot form, so say why now.
       if (errno == EMFILE || errno == ENFILE)
-        SHOAL_LOG_WARN(bootstrap, "rendezvous hub: out of file descriptors while accepting ({})", std::strerror(errno));
+        fail(errc::system,
+             fmt::format("the rendezvous hub in PE 0 cannot accept PE connections ({}): it needs one descriptor "
+                         "per PE; raise the limit of open files (ulimit -n)",
+                         std::strerror(errno)));
       return;
     }
     int one = 1;  // headers and payloads go out as separate sends: Nagle would hold the second one back

@@ -78,6 +78,22 @@ TEST(BootstrapFaults, HubNeverStarts) {
   for (int pe : {1, 2}) expect_caught(ends[pe], pe, {"rendezvous hub (PE 0)", job.addr});
 }
 
+// PE 0 at its limit of open files: its hub cannot accept the other PEs' connections. It must say so at once
+// (it used to spin on the listener until the deadline and then blame a PE that never got in), and every
+// other PE must end with an error naming PE 0's hub.
+TEST(BootstrapFaults, HubOutOfDescriptorsSaysSo) {
+  job_env job{.n_pes = 8, .scenario = "few_files:0"};
+  process_group group;
+  for (int pe = 0; pe < job.n_pes; ++pe) {
+    process_spec spec = pe_process(job, pe, job.n_pes);
+    spec.env.push_back({"SHOAL_MP_FILE_ROOM", "6"});  // the hub's own descriptors fit, 8 connections do not
+    group.start(spec);
+  }
+  auto ends = group.wait(kBound, {});
+  expect_caught(ends[0], 0, {"cannot accept PE connections", "ulimit -n"});
+  for (int pe = 1; pe < job.n_pes; ++pe) expect_caught(ends[pe], pe, {"PE 0"});
+}
+
 TEST(BootstrapFaults, PeExitsDuringACollective) {
   job_env job{.scenario = "exit:2"};
   auto ends = run_job(job);

@@ -1,5 +1,6 @@
 #include "scenarios.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -45,12 +46,21 @@ int run_scenario(const char* spec) {
   }
   const int pe = env_pe();
   try {
+    if (name == "few_files" && pe == target) {
+      // Room for the bootstrap's own descriptors (SHOAL_MP_FILE_ROOM of them), not for every PE's connection.
+      const int lowest_free = ::dup(0);
+      ::close(lowest_free);
+      rlimit files{};
+      ::getrlimit(RLIMIT_NOFILE, &files);
+      files.rlim_cur = rlim_t(lowest_free + std::atoi(std::getenv("SHOAL_MP_FILE_ROOM")));
+      if (::setrlimit(RLIMIT_NOFILE, &files) != 0) return 2;
+    }
     if (name == "never_reach" && pe == target) {
       std::this_thread::sleep_for(std::chrono::seconds(60));  // the driver kills it long before
       return 0;
     }
     std::unique_ptr<shoal::bootstrap> b = shoal::make_bootstrap_from_env();
-    if (name == "init_only" || name == "never_reach") {
+    if (name == "init_only" || name == "never_reach" || name == "few_files") {
       b->barrier();
       return 0;
     }
