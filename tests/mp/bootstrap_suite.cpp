@@ -187,16 +187,28 @@ TEST_F(BootstrapTest, MixedSequence) {
   }
 }
 
+// A fresh memfd holding {pe, tag}: a descriptor whose sender and place in a message the receiver can read.
+int make_tagged_file(int pe, int tag) {
+  int fd = ::memfd_create("shoal-mp-fd", MFD_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  int value[2] = {pe, tag};
+  EXPECT_EQ(::pwrite(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+  return fd;
+}
+
+// Checks that `fd` is make_tagged_file(pe, tag)'s file, and closes it.
+void expect_tagged_file(int fd, int pe, int tag, const char* otherwise) {
+  int value[2] = {-1, -1};
+  EXPECT_EQ(::pread(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
+  EXPECT_EQ(value[0], pe);
+  EXPECT_EQ(value[1], tag) << otherwise;
+  ::close(fd);
+}
+
 // Each PE puts its pe into a fresh memfd and sends it (three descriptors per message) to every PE of
 // its node; receivers read the files back.
 TEST_F(BootstrapTest, FdPassingToEveryLocalPeer) {
-  auto make_file = [&](int tag) {
-    int fd = ::memfd_create("shoal-mp-fd", MFD_CLOEXEC);
-    EXPECT_GE(fd, 0);
-    int value[2] = {pe(), tag};
-    EXPECT_EQ(::pwrite(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
-    return fd;
-  };
+  auto make_file = [&](int tag) { return make_tagged_file(pe(), tag); };
   int local_size = boot().local_size();
   for (int peer = 0; peer < local_size; ++peer) {
     int fds[3] = {make_file(peer * 10), make_file(peer * 10 + 1), make_file(peer * 10 + 2)};
@@ -207,13 +219,8 @@ TEST_F(BootstrapTest, FdPassingToEveryLocalPeer) {
   for (int peer = local_size - 1; peer >= 0; --peer) {
     std::vector<int> got = boot().recv_fds(peer, 3);
     ASSERT_EQ(got.size(), 3u);
-    for (int i = 0; i < 3; ++i) {
-      int value[2] = {-1, -1};
-      EXPECT_EQ(::pread(got[i], value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
-      EXPECT_EQ(value[0], boot().node_pes()[peer]);
-      EXPECT_EQ(value[1], boot().local_pe() * 10 + i) << "descriptors out of order";
-      ::close(got[i]);
-    }
+    for (int i = 0; i < 3; ++i)
+      expect_tagged_file(got[i], boot().node_pes()[peer], boot().local_pe() * 10 + i, "descriptors out of order");
   }
   boot().barrier();
 }
@@ -226,13 +233,7 @@ TEST_F(BootstrapTest, FdsLostAtTheOpenFileLimitFailThatRecvAndNotTheNext) {
   auto send_tagged = [&](int count, int tag) {
     for (int peer = 0; peer < local_size; ++peer) {
       std::vector<int> fds;
-      for (int i = 0; i < count; ++i) {
-        int fd = ::memfd_create("shoal-mp-fd", MFD_CLOEXEC);
-        EXPECT_GE(fd, 0);
-        int value[2] = {pe(), tag + i};
-        EXPECT_EQ(::pwrite(fd, value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
-        fds.push_back(fd);
-      }
+      for (int i = 0; i < count; ++i) fds.push_back(make_tagged_file(pe(), tag + i));
       boot().send_fds(peer, fds);
       for (int fd : fds) ::close(fd);
     }
@@ -274,13 +275,9 @@ TEST_F(BootstrapTest, FdsLostAtTheOpenFileLimitFailThatRecvAndNotTheNext) {
   for (int peer = 0; peer < local_size; ++peer) {
     std::vector<int> got = boot().recv_fds(peer, 3);
     ASSERT_EQ(got.size(), 3u);
-    for (int i = 0; i < 3; ++i) {
-      int value[2] = {-1, -1};
-      EXPECT_EQ(::pread(got[i], value, sizeof value, 0), static_cast<ssize_t>(sizeof value));
-      EXPECT_EQ(value[0], boot().node_pes()[peer]);
-      EXPECT_EQ(value[1], 200 + i) << "a descriptor of the lost message was taken as a new one";
-      ::close(got[i]);
-    }
+    for (int i = 0; i < 3; ++i)
+      expect_tagged_file(got[i], boot().node_pes()[peer], 200 + i,
+                         "a descriptor of the lost message was taken as a new one");
   }
   boot().barrier();
 }
