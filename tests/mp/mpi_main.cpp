@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bootstrap_suite.hpp"
@@ -53,6 +54,24 @@ TEST(MpiBootstrap, SubCommunicatorsMakeSeparateJobs) {
     boot->barrier();
   }
   MPI_Comm_free(&comm);
+}
+
+// The last rank's node id is too long for the host field. Every rank must fail: that rank used to throw
+// before the gather, leaving the others in MPI_Allgather for good.
+TEST(MpiBootstrap, OverlongHostNameOnOneRankFailsEveryRank) {
+  const bool mine = world_rank() == world_size() - 1;
+  if (mine) {
+    ASSERT_EQ(::setenv("SHOAL_NODE_ID", std::string(300, 'n').c_str(), 1), 0);
+  }
+  try {
+    shoal::make_mpi_bootstrap(MPI_COMM_WORLD);
+    ADD_FAILURE() << "the bootstrap was made";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), shoal::errc::bootstrap) << e.what();
+    EXPECT_NE(std::string(e.what()).find(mine ? "longer than" : "too long"), std::string::npos) << e.what();
+  }
+  if (mine) ::unsetenv("SHOAL_NODE_ID");
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(MpiBootstrap, WorldFromTheCommunicator) {

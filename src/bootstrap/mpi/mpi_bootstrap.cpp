@@ -49,6 +49,23 @@ class mpi_bootstrap final : public detail::placed_bootstrap {
     check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
     if (!initialized) throw error(errc::bootstrap, "make_mpi_bootstrap", "MPI is not initialized (call MPI_Init first)");
     check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    try {
+      join();
+    } catch (...) {
+      MPI_Comm_free(&comm_);  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+
+  ~mpi_bootstrap() override {
+    int finalized = 0;
+    if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&comm_);
+  }
+
+ private:
+  // Collective over comm_: learns this PE's place, draws the job's secret, opens the descriptor channel
+  // and gathers every PE's host and channel name.
+  void join() {
     check_mpi(MPI_Comm_rank(comm_, &pe_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &n_pes_), "MPI_Comm_size");
     const detail::config cfg = detail::config::load();
@@ -63,14 +80,24 @@ class mpi_bootstrap final : public detail::placed_bootstrap {
     check_mpi(MPI_Bcast(secret, sizeof secret, MPI_CHAR, 0, comm_), "MPI_Bcast");
     fds_ = std::make_unique<detail::fd_channel>(secret, pe_);
 
+    // A name too long for its field goes out empty, and every PE fails after the gather: throwing before
+    // it would leave the other PEs waiting in MPI_Allgather for good.
     identity mine{};
     const std::string host = cfg.node_id.empty() ? detail::host_name() : cfg.node_id;
-    if (host.size() >= kField || fds_->name().size() >= kField)
-      throw error(errc::bootstrap, "make_mpi_bootstrap", fmt::format("host name '{}' is too long", host));
-    std::memcpy(mine.host, host.data(), host.size());
-    std::memcpy(mine.fd_socket, fds_->name().data(), fds_->name().size());
+    const bool fits = !host.empty() && host.size() < kField && fds_->name().size() < kField;
+    if (fits) {
+      std::memcpy(mine.host, host.data(), host.size());
+      std::memcpy(mine.fd_socket, fds_->name().data(), fds_->name().size());
+    }
     std::vector<identity> all(static_cast<std::size_t>(n_pes_));
     all_gather(&mine, all.data(), sizeof mine);
+    if (!fits)
+      throw error(errc::bootstrap, "make_mpi_bootstrap",
+                  fmt::format("host name '{}' is empty or longer than {} bytes (set SHOAL_NODE_ID)", host, kField - 1));
+    for (int pe = 0; pe < n_pes_; ++pe)
+      if (all[static_cast<std::size_t>(pe)].host[0] == '\0')
+        throw error(errc::bootstrap, "make_mpi_bootstrap",
+                    fmt::format("PE {}'s host name is empty or too long (its own error says which)", pe));
 
     std::vector<std::string> hosts;
     for (const identity& id : all) {
@@ -80,11 +107,7 @@ class mpi_bootstrap final : public detail::placed_bootstrap {
     placement_ = detail::place_pe(hosts, static_cast<int>(cfg.emulate_nodes), pe_);
   }
 
-  ~mpi_bootstrap() override {
-    int finalized = 0;
-    if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&comm_);
-  }
-
+ public:
   int pe() const noexcept override { return pe_; }
   int n_pes() const noexcept override { return n_pes_; }
 
