@@ -401,6 +401,7 @@ void hub::loop::on_hello(connection& c) {
                             h->pid, h->host),
                 &c);
   c.pe = h->pe;
+  send(c, wire::msg_type::welcome, 0, nullptr);  // the PE's wait for the table starts over (tcp_bootstrap)
   members[pe] = &c;
   arrived[pe] = true;
   hosts[pe] = h->host;

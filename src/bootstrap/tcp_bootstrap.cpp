@@ -79,12 +79,18 @@ tcp_bootstrap::tcp_bootstrap(tcp_bootstrap_options o) : pe_(o.pe), n_pes_(o.n_pe
            fmt::format("PE {} could not send its hello to the rendezvous hub (PE 0) at {}: {}", pe_, where_,
                        st == io_status::failed ? std::strerror(errno) : "timed out"));
 
+    // The hub welcomes a valid hello at once, and gives its verdict on the rendezvous (the table, or who
+    // is missing) at most the timeout after it started, which was before the welcome. So the wait for the
+    // verdict starts over from the welcome: a PE that started long before PE 0 then hears which PE is
+    // missing, where counting from its own start it would give up first and blame PE 0.
+    expect(wire::msg_type::welcome, 0, "during the rendezvous", until);
+    const deadline verdict_by = reply_deadline();
     // Each entry is small: a bound far above any real table, below anything absurd.
-    wire::header h = expect(wire::msg_type::table, 0, "during the rendezvous", until);
+    wire::header h = expect(wire::msg_type::table, 0, "during the rendezvous", verdict_by);
     if (h.size > static_cast<std::uint64_t>(n_pes_) * 3 * (wire::kMaxStringBytes + 16) + 4)
       fail(errc::bootstrap, "rendezvous", fmt::format("the hub sent a table of {} bytes for {} PEs", h.size, n_pes_));
     std::vector<std::byte> payload(h.size);
-    read_payload(payload, "during the rendezvous", until);
+    read_payload(payload, "during the rendezvous", verdict_by);
     std::string why_bad;
     auto table = wire::decode_table(payload, &why_bad);
     if (!table || static_cast<int>(table->size()) != n_pes_)

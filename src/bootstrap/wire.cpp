@@ -102,7 +102,7 @@ std::optional<header> decode_header(std::span<const std::byte, kHeaderBytes> byt
   r.integer(h.size);
   if (magic != kMagic) r.fail(fmt::format("bad magic 0x{:08x} (not a shoal bootstrap message)", magic));
   if (version != kVersion) r.fail(fmt::format("protocol version {} (this library speaks {})", version, kVersion));
-  if (type < static_cast<std::uint16_t>(msg_type::hello) || type > static_cast<std::uint16_t>(msg_type::bye))
+  if (type < static_cast<std::uint16_t>(msg_type::hello) || type > static_cast<std::uint16_t>(msg_type::welcome))
     r.fail(fmt::format("unknown message type {}", type));
   if (!r.done(why)) return std::nullopt;
   h.type = static_cast<msg_type>(type);

@@ -19,7 +19,7 @@
 namespace shoal::detail::wire {
 
 inline constexpr std::uint32_t kMagic = 0x4c414f53;  // "SOAL" on the wire (little-endian)
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;  // 2: the hub welcomes each hello
 inline constexpr std::size_t kHeaderBytes = 24;
 // A hello is a few short strings; anything longer is not one.
 inline constexpr std::uint64_t kMaxHelloBytes = 4096;
@@ -35,6 +35,7 @@ enum class msg_type : std::uint16_t {
   coll = 4,     // PE -> hub: my part of collective #seq (payload: coll_header + data)
   result = 5,   // hub -> PE: my result of collective #seq (payload: data)
   bye = 6,      // PE -> hub: I finalize after `seq` collectives (no payload)
+  welcome = 7,  // hub -> PE: your hello is accepted; the table or a failure follows (no payload)
 };
 
 struct header {

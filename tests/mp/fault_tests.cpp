@@ -72,6 +72,16 @@ TEST(BootstrapFaults, PeNeverReachesTheRendezvous) {
     expect_caught(ends[pe], pe, {"PE 2 never reached the rendezvous at " + job.addr, "within 2 s"});
 }
 
+// PE 0 starts 1.5 s after the others (timeout 2 s) and PE 2 never comes. The hub's verdict, "PE 2 never
+// reached the rendezvous", comes 2 s after the hub started: 3.5 s into the others' waits, past the 3 s they
+// would wait counting from their own start. They must wait for it (counting from the hub's welcome) and
+// name PE 2, not give up first and blame PE 0, nor leave PE 0's hub blaming them.
+TEST(BootstrapFaults, LateHubStillNamesTheMissingPe) {
+  job_env job{.scenario = "late_hub:2"};
+  auto ends = run_job(job, {2});
+  for (int pe : {0, 1, 3}) expect_caught(ends[pe], pe, {"PE 2 never reached the rendezvous"});
+}
+
 TEST(BootstrapFaults, HubNeverStarts) {
   job_env job{.n_pes = 3, .scenario = "never_reach:0"};
   auto ends = run_job(job, {0});
