@@ -1,13 +1,11 @@
 // The symmetric heap on the GPU: growth during a run (with RMA into the new memory through a handle
 // taken before the growth), free with RMA still in flight to another node, usage queries, and bad input on
 // every host path.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <optional>
 #include <thread>
 
+#include "../common/open_file_limit.hpp"
 #include "gpu_env.hpp"
 #include "shoal/device.cuh"
 
@@ -78,27 +76,6 @@ TEST(Heap, GrowsDuringRunAndOldHandlesStayValid) {
   EXPECT_EQ(w.heap_usage().used, start.used);
 }
 
-// While alive, this process may open only `room` descriptors more than it has open now (a new descriptor
-// takes the lowest free number, which must lie below the limit).
-class open_file_limit {
- public:
-  explicit open_file_limit(int room) {
-    EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
-    const int lowest_free = ::dup(0);
-    EXPECT_GE(lowest_free, 0);
-    ::close(lowest_free);
-    rlimit low = saved_;
-    low.rlim_cur = rlim_t(lowest_free + room);
-    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  }
-  ~open_file_limit() { EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &saved_), 0); }
-  open_file_limit(const open_file_limit&) = delete;
-  open_file_limit& operator=(const open_file_limit&) = delete;
-
- private:
-  rlimit saved_{};
-};
-
 // A growth that fails on one PE partway (its limit of open files stops it exporting its new chunks, or
 // receiving its peers') must fail on every PE and grow no PE's heap: every PE keeps the same mapped size,
 // and nothing it mapped or queued is mistaken for new memory by the next growth, which must work and map
@@ -127,8 +104,11 @@ TEST(Heap, GrowthThatFailsOnOnePeGrowsNoHeapAndTheNextWorks) {
     void* p = nullptr;
     std::string what;
     {
-      std::optional<open_file_limit> limit;
-      if (limited) limit.emplace(a.room);
+      std::optional<shoal_test::open_file_limit> limit;
+      if (limited) {
+        limit.emplace(a.room);
+        EXPECT_TRUE(limit->ok());
+      }
       try {
         p = w.malloc(bytes);
       } catch (const shoal::error& e) {

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/open_file_limit.hpp"
 #include "shoal/error.hpp"
 
 namespace {
@@ -247,28 +247,23 @@ TEST_F(BootstrapTest, FdsLostAtTheOpenFileLimitFailThatRecvAndNotTheNext) {
   constexpr int kMany = 64;
   send_tagged(kMany, 100);
   boot().barrier();  // every message is on its way before any receiver lowers its limit
-  // A new descriptor takes the lowest free number, which must lie below the limit: a limit 4 above the
-  // lowest free number leaves room for at most 4, far fewer than the kMany of one message.
-  const int lowest_free = ::dup(0);
-  ASSERT_GE(lowest_free, 0);
-  ::close(lowest_free);
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit low = saved;
-  low.rlim_cur = rlim_t(lowest_free) + 4;
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   int failures = 0;
-  for (int peer = 0; peer < local_size; ++peer) {
-    try {
-      for (int fd : boot().recv_fds(peer, kMany)) ::close(fd);
-    } catch (const shoal::error& e) {
-      ++failures;
-      EXPECT_EQ(e.category(), shoal::errc::system) << e.what();
-      EXPECT_NE(std::string(e.what()).find("limit of open files"), std::string::npos) << e.what();
+  rlim_t low = 0;
+  {
+    shoal_test::open_file_limit limit(4);  // far fewer than the kMany of one message
+    ASSERT_TRUE(limit.ok());
+    low = limit.limit();
+    for (int peer = 0; peer < local_size; ++peer) {
+      try {
+        for (int fd : boot().recv_fds(peer, kMany)) ::close(fd);
+      } catch (const shoal::error& e) {
+        ++failures;
+        EXPECT_EQ(e.category(), shoal::errc::system) << e.what();
+        EXPECT_NE(std::string(e.what()).find("limit of open files"), std::string::npos) << e.what();
+      }
     }
   }
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-  EXPECT_GE(failures, 1) << "no descriptor was lost under a limit of " << low.rlim_cur;
+  EXPECT_GE(failures, 1) << "no descriptor was lost under a limit of " << low;
   boot().barrier();  // no PE sends again while a receiver may still be at its low limit
 
   send_tagged(3, 200);

@@ -35,18 +35,21 @@ struct job_env {
   std::string addr = "127.0.0.1:" + std::to_string(free_port());
   std::string scenario;
   std::string timeout = "2";
+  std::vector<std::pair<std::string, std::string>> extra_env = {};  // for every PE, after the ones above
 };
 
 process_spec pe_process(const job_env& job, int pe, int n_pes_claimed) {
-  return {{self_path()},
-          {{"SHOAL_RANK", std::to_string(pe)},
-           {"SHOAL_WORLD_SIZE", std::to_string(n_pes_claimed)},
-           {"SHOAL_LOCAL_RANK", std::to_string(pe)},
-           {"SHOAL_LOCAL_SIZE", std::to_string(n_pes_claimed)},
-           {"SHOAL_BOOTSTRAP_ADDR", job.addr},
-           {"SHOAL_BOOTSTRAP_SECRET", kSecret},
-           {"SHOAL_BOOTSTRAP_TIMEOUT", job.timeout},
-           {"SHOAL_MP_SCENARIO", job.scenario}}};
+  process_spec spec{{self_path()},
+                    {{"SHOAL_RANK", std::to_string(pe)},
+                     {"SHOAL_WORLD_SIZE", std::to_string(n_pes_claimed)},
+                     {"SHOAL_LOCAL_RANK", std::to_string(pe)},
+                     {"SHOAL_LOCAL_SIZE", std::to_string(n_pes_claimed)},
+                     {"SHOAL_BOOTSTRAP_ADDR", job.addr},
+                     {"SHOAL_BOOTSTRAP_SECRET", kSecret},
+                     {"SHOAL_BOOTSTRAP_TIMEOUT", job.timeout},
+                     {"SHOAL_MP_SCENARIO", job.scenario}}};
+  spec.env.insert(spec.env.end(), job.extra_env.begin(), job.extra_env.end());
+  return spec;
 }
 
 std::vector<process_end> run_job(const job_env& job, const std::vector<int>& expendable = {}) {
@@ -92,14 +95,9 @@ TEST(BootstrapFaults, HubNeverStarts) {
 // (it used to spin on the listener until the deadline and then blame a PE that never got in), and every
 // other PE must end with an error naming PE 0's hub.
 TEST(BootstrapFaults, HubOutOfDescriptorsSaysSo) {
-  job_env job{.n_pes = 8, .scenario = "few_files:0"};
-  process_group group;
-  for (int pe = 0; pe < job.n_pes; ++pe) {
-    process_spec spec = pe_process(job, pe, job.n_pes);
-    spec.env.push_back({"SHOAL_MP_FILE_ROOM", "6"});  // the hub's own descriptors fit, 8 connections do not
-    group.start(spec);
-  }
-  auto ends = group.wait(kBound, {});
+  // Room for the hub's own descriptors, not for 8 connections.
+  job_env job{.n_pes = 8, .scenario = "few_files:0", .extra_env = {{"SHOAL_MP_FILE_ROOM", "6"}}};
+  auto ends = run_job(job);
   expect_caught(ends[0], 0, {"cannot accept PE connections", "ulimit -n"});
   for (int pe = 1; pe < job.n_pes; ++pe) expect_caught(ends[pe], pe, {"PE 0"});
 }

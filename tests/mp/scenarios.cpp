@@ -1,6 +1,5 @@
 #include "scenarios.hpp"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../common/open_file_limit.hpp"
 #include "shoal/bootstrap.hpp"
 #include "shoal/error.hpp"
 
@@ -46,14 +47,11 @@ int run_scenario(const char* spec) {
   }
   const int pe = env_pe();
   try {
+    // Room for the bootstrap's own descriptors (SHOAL_MP_FILE_ROOM of them), not for every PE's connection.
+    std::optional<shoal_test::open_file_limit> few_files;
     if (name == "few_files" && pe == target) {
-      // Room for the bootstrap's own descriptors (SHOAL_MP_FILE_ROOM of them), not for every PE's connection.
-      const int lowest_free = ::dup(0);
-      ::close(lowest_free);
-      rlimit files{};
-      ::getrlimit(RLIMIT_NOFILE, &files);
-      files.rlim_cur = rlim_t(lowest_free + std::atoi(std::getenv("SHOAL_MP_FILE_ROOM")));
-      if (::setrlimit(RLIMIT_NOFILE, &files) != 0) return 2;
+      few_files.emplace(std::atoi(std::getenv("SHOAL_MP_FILE_ROOM")));
+      if (!few_files->ok()) return 2;
     }
     if ((name == "never_reach" || name == "late_hub") && pe == target) {
       std::this_thread::sleep_for(std::chrono::seconds(60));  // the driver kills it long before
