@@ -133,6 +133,7 @@ struct hub::loop {
   void drop(connection& c, std::string_view why);
   // The job cannot go on: tell every PE (and `also`, a connection that caused it), then wind down.
   void fail(errc category, std::string message, connection* also = nullptr);
+  void tell_failure(connection& c);  // after fail(): send it the failure, then close once delivered
   std::string phase() const;
   bool done() const;
   deadline next_deadline() const;
@@ -164,6 +165,7 @@ struct hub::loop {
 
   bool failed = false;
   std::optional<deadline> flush_by;   // after a failure: how long delivering it may take
+  buffer failure_message;             // after a failure: what every PE is told
   std::optional<deadline> finish_by;  // after PE 0 finalized: how long the others may take to say goodbye
   bool aborting = false;
   bool stop_now = false;
@@ -251,11 +253,13 @@ void hub::loop::accept_all() {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors, the listener stays readable and the hub would spin until the deadline: the job
       // cannot form, so say why now.
-      if (errno == EMFILE || errno == ENFILE)
+      if (errno == EMFILE || errno == ENFILE) {
         fail(errc::system,
              fmt::format("the rendezvous hub in PE 0 cannot accept PE connections ({}): it needs one descriptor "
                          "per PE; raise the limit of open files (ulimit -n)",
                          std::strerror(errno)));
+        listener.reset();  // it would stay readable while the failure is delivered
+      }
       return;
     }
     int one = 1;  // headers and payloads go out as separate sends: Nagle would hold the second one back
@@ -385,7 +389,7 @@ void hub::loop::on_hello(connection& c) {
   std::optional<wire::hello> h = wire::decode_hello(c.payload, &why);
   if (!h) return drop(c, fmt::format("malformed hello: {}", why));
   if (!same_secret(h->secret, secret)) return drop(c, "wrong secret (a process of another job, or not shoal?)");
-  if (failed) return drop(c, "the job already failed");
+  if (failed) return tell_failure(c);
   std::string who = fmt::format("PE {} (pid {} on {})", h->pe, h->pid, h->host);
   if (h->n_pes != n_pes)
     return fail(
@@ -550,19 +554,20 @@ void hub::loop::fail(errc category, std::string message, connection* also) {
     std::lock_guard lock(shared.mutex);
     shared.failure = wire::failure{category, message};
   }
-  auto payload = std::make_shared<const std::vector<std::byte>>(wire::encode_failure({category, std::move(message)}));
-  for (auto& c : conns) {
-    if (!c->fd) continue;
-    if (c->pe >= 0 || c.get() == also) {
-      c->closing = true;
-      send(*c, wire::msg_type::failure, 0, payload);
-    } else {
-      c->fd.reset();  // not a PE of this job (yet): nothing to tell
-    }
-  }
-  listener.reset();
+  failure_message = std::make_shared<const std::vector<std::byte>>(
+      wire::encode_failure({category, std::move(message)}));
+  // A connection that has not said hello yet stays open: once its hello shows it is a PE of this job it is
+  // told the failure too (on_hello), rather than seeing PE 0 close on it. The listener stays open for the
+  // same reason, so a PE that comes late in the delivery window hears why instead of finding no hub.
+  for (auto& c : conns)
+    if (c->fd && (c->pe >= 0 || c.get() == also)) tell_failure(*c);
   // Delivering is bounded too: a PE that does not read (or is stuck writing a large part) is left behind.
   flush_by = deadline::after(std::min(timeout_s, 5.0));
+}
+
+void hub::loop::tell_failure(connection& c) {
+  c.closing = true;
+  send(c, wire::msg_type::failure, 0, failure_message);
 }
 
 hub::hub(hub_options options) : loop_(std::make_unique<loop>(std::move(options), verdict_)) {

@@ -236,6 +236,74 @@ TEST(BootstrapFaults, ForeignConnectionsAreDroppedAndTheJobCompletes) {
                                                    << ends[0].output;
 }
 
+// Reads the hub's messages on `s` until one says the job failed; its text, or "" when the hub closed (or
+// went quiet for 10 s) without saying so.
+std::string failure_heard(int s) {
+  auto read_all = [s](void* data, std::size_t n) {
+    auto* at = static_cast<char*>(data);
+    while (n > 0) {
+      pollfd p{s, POLLIN, 0};
+      if (::poll(&p, 1, 10000) != 1) return false;
+      ssize_t got = ::recv(s, at, n, 0);
+      if (got <= 0) return false;
+      at += got;
+      n -= static_cast<std::size_t>(got);
+    }
+    return true;
+  };
+  for (;;) {
+    wire::header_bytes head{};
+    if (!read_all(head.data(), head.size())) return "";
+    std::optional<wire::header> h = wire::decode_header(head);
+    if (!h) return "";
+    std::vector<std::byte> payload(h->size);
+    if (!read_all(payload.data(), payload.size())) return "";
+    if (h->type != wire::msg_type::failure) continue;  // a welcome
+    std::optional<wire::failure> f = wire::decode_failure(payload);
+    return f ? f->message : "";
+  }
+}
+
+void send_hello(int s, int pe, int n_pes) {
+  wire::hello hello{.secret = kSecret, .pe = pe, .n_pes = n_pes, .pid = 1, .host = "x", .fd_socket = "y"};
+  std::vector<std::byte> payload = wire::encode_hello(hello);
+  wire::header_bytes head = wire::encode_header({wire::msg_type::hello, 0, payload.size()});
+  send_bytes(s, head.data(), head.size());
+  send_bytes(s, payload.data(), payload.size());
+}
+
+// A PE whose connection the hub accepted but whose hello comes after the job failed, and one that connects
+// only then (while the hub still delivers the failure), must both hear why the job failed. The hub used to close the first at once and stop listening,
+// so each ended up blaming PE 0.
+TEST(BootstrapFaults, PesThatSayHelloAfterTheFailureHearIt) {
+  job_env job{.n_pes = 4, .scenario = "init_only", .timeout = "5"};
+  process_group hub_pe;
+  hub_pe.start(pe_process(job, 0, job.n_pes));
+  int early = -1;
+  for (int i = 0; i < 1000 && early < 0; ++i) {
+    early = connect_to(job.addr);
+    if (early < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(early, 0) << "the hub never listened";
+
+  process_group wrong_size;  // fails the job; it ends once told so, so the failure came before the hellos below
+  wrong_size.start(pe_process(job, 1, job.n_pes + 1));
+  auto wrong_end = wrong_size.wait(kBound);
+  expect_caught(wrong_end[0], 1, {"disagree about the job size"});
+
+  // Connected while `early` still keeps the hub delivering: a hub left with no connection stops.
+  int late = connect_to(job.addr);
+  ASSERT_GE(late, 0) << "the hub stopped listening before the failure was delivered";
+  send_hello(early, 2, job.n_pes);
+  EXPECT_TRUE(contains(failure_heard(early), "disagree about the job size"));
+  ::close(early);
+  send_hello(late, 3, job.n_pes);
+  EXPECT_TRUE(contains(failure_heard(late), "disagree about the job size"));
+  ::close(late);
+  auto hub_end = hub_pe.wait(kBound);
+  expect_caught(hub_end[0], 0, {"disagree about the job size"});
+}
+
 // --- the same faults under the real launcher
 
 process_spec under_shoalrun(int n, const std::string& scenario) {
