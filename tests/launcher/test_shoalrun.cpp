@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -542,6 +543,76 @@ INSTANTIATE_TEST_SUITE_P(helpers, helper_of_a_failed_rank, ::testing::Values("",
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return std::string(info.param.empty() ? "plain" : "ignoring_sigterm");
                          });
+
+// Waits (at most 3 s) until `pid` has ended; kills it if not, so that a failing test leaves nothing behind.
+bool ends_soon(pid_t pid) {
+  auto give_up = steady::now() + std::chrono::seconds(3);
+  while (!has_ended(pid) && steady::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  bool ended = has_ended(pid);
+  if (!ended) ::kill(pid, SIGKILL);
+  return ended;
+}
+
+TEST(helper_of_a_successful_job, is_stopped_with_the_job) {
+  temp_dir dir;
+  const std::string pid_file = dir.str() + "/helper.pid";
+  const std::string script = "if [ \"$SHOAL_RANK\" = 1 ]; then sh -c 'echo $$ > \"$0\"; exec sleep 777' \"$0\" & "
+                             "while [ ! -s \"$0\" ]; do sleep 0.05; done; fi; exit 0";
+  run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", script, pid_file});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  pid_t helper = 0;
+  std::ifstream(pid_file) >> helper;
+  ASSERT_GT(helper, 0) << describe(r);
+  EXPECT_TRUE(ends_soon(helper)) << "the helper " << helper << " outlived the job\n" << describe(r);
+}
+
+// The state letter of /proc/<pid>/stat: 'T' when stopped by a signal.
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  std::size_t name_end = line.rfind(')');
+  return name_end != std::string::npos && name_end + 2 < line.size() ? line[name_end + 2] : '?';
+}
+
+// Polls (at most 5 s) until every one of `pids` is in `state` (or, with `negate`, none is).
+bool all_reach(const std::vector<pid_t>& pids, char state, bool negate = false) {
+  auto give_up = steady::now() + std::chrono::seconds(5);
+  for (;;) {
+    bool all = std::all_of(pids.begin(), pids.end(), [&](pid_t p) { return (process_state(p) == state) != negate; });
+    if (all) return true;
+    if (steady::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Ctrl-Z reaches shoalrun's group alone: shoalrun must stop the ranks with itself, and continue them when
+// it is continued.
+TEST(stop_signal, stops_the_ranks_with_shoalrun_and_continue_resumes_them) {
+  constexpr int kRanks = 2;
+  temp_dir dir;
+  bool tried = false, ranks_stopped = false, shoalrun_stopped = false, ranks_resumed = false;
+  auto stop_when_ready = [&](pid_t shoalrun, const std::string& out, const std::string&) {
+    std::vector<pid_t> ranks = probe_pids(out);
+    if (tried || ranks.size() < kRanks || out.find(rank_prefix(0) + "ready") == std::string::npos ||
+        out.find(rank_prefix(1) + "ready") == std::string::npos)
+      return;
+    tried = true;
+    ::kill(shoalrun, SIGTSTP);
+    shoalrun_stopped = all_reach({shoalrun}, 'T');
+    ranks_stopped = all_reach(ranks, 'T');
+    ::kill(shoalrun, SIGCONT);
+    ranks_resumed = all_reach(ranks, 'T', /*negate=*/true);
+    ::kill(shoalrun, SIGTERM);
+  };
+  run_result r = run_shoalrun({"-n", std::to_string(kRanks), "--", kProbe, "sleep", dir.str()}, {}, stop_when_ready);
+  ASSERT_TRUE(tried) << describe(r);
+  EXPECT_TRUE(shoalrun_stopped) << describe(r);
+  EXPECT_TRUE(ranks_stopped) << describe(r);
+  EXPECT_TRUE(ranks_resumed) << describe(r);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << describe(r);
+  expect_all_gone(probe_pids(r.out));
+}
 
 INSTANTIATE_TEST_SUITE_P(signals, forwarded_signal, ::testing::Values(SIGTERM, SIGINT),
                          [](const ::testing::TestParamInfo<int>& info) {

@@ -300,6 +300,7 @@ class job {
   void poll_once();
   void read_stream(child_stream& stream, bool until_eof);
   void on_signals();
+  void suspend();
   void collect_ends();
   void on_end(rank_process& proc, const siginfo_t& end);
   void begin_stop(stop_reason reason, int signo);
@@ -332,14 +333,12 @@ job::~job() {
   if (sigpipe_ignored_) ::sigaction(SIGPIPE, &old_sigpipe_, nullptr);
 }
 
-// SIGCHLD, SIGINT and SIGTERM are taken through a signalfd in the poll loop, so no handler runs
-// concurrently with the loop. Blocked before the first fork; each child restores the old mask.
+// SIGCHLD, SIGINT, SIGTERM, SIGTSTP and SIGCONT are taken through a signalfd in the poll loop, so no
+// handler runs concurrently with the loop. Blocked before the first fork; each child restores the old mask.
 void job::block_signals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  for (int signo : {SIGCHLD, SIGINT, SIGTERM, SIGTSTP, SIGCONT}) sigaddset(&set, signo);
   if (::sigprocmask(SIG_BLOCK, &set, &old_mask_) != 0) throw_errno("sigprocmask");
   signals_blocked_ = true;
   signal_fd_ = own_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK), "signalfd");
@@ -537,6 +536,14 @@ void job::on_signals() {
   while (::read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     int signo = static_cast<int>(info.ssi_signo);
     if (signo == SIGCHLD) continue;
+    if (signo == SIGTSTP) {
+      suspend();
+      continue;
+    }
+    if (signo == SIGCONT) {  // fg or bg after suspend(), or any other continue: the ranks go on too
+      signal_groups(SIGCONT);
+      continue;
+    }
     if (reason_ == stop_reason::none) {
       note(fmt::format("received signal {} ({}); forwarding it to the ranks", signo, ::strsignal(signo)));
       reason_code_ = kExitSignalBase + signo;
@@ -548,6 +555,15 @@ void job::on_signals() {
     }
   }
   collect_ends();
+}
+
+// A terminal's Ctrl-Z stops the foreground group, shoalrun's, which the ranks are not in (see exec_child):
+// shoalrun passes the stop on to their groups, then stops itself so that the shell takes the terminal back.
+// The shell's fg or bg continues shoalrun alone, and on_signals passes that on too. Deadlines keep running
+// while the job is stopped: --timeout, and the ranks' own (SHOAL_BOOTSTRAP_TIMEOUT), may expire on resuming.
+void job::suspend() {
+  signal_groups(SIGTSTP);
+  ::raise(SIGSTOP);
 }
 
 void job::poll_once() {
@@ -612,8 +628,9 @@ int job::run() {
     begin_stop(stop_reason::spawn_failed, SIGKILL);
   }
   while (any_running()) poll_once();
-  // A stopped job ends with its ranks: what they left in their groups is killed before shoalrun returns.
-  if (reason_ != stop_reason::none) signal_groups(SIGKILL);
+  // The job ends with its ranks: what they left in their groups is killed before shoalrun returns, at once
+  // when the job was stopped, and politely (SIGTERM, not waited for) after a job that succeeded.
+  signal_groups(reason_ != stop_reason::none ? SIGKILL : SIGTERM);
   reap_all();
   return reason_ == stop_reason::none ? 0 : reason_code_;
 }

@@ -32,8 +32,11 @@ CUDA_MODULE_LOADING=EAGER in their environment (docs/getting-started.md, "Across
 
 When a process fails (non-zero exit or killed by a signal), the others get SIGTERM, then SIGKILL 2 s
 later. SIGINT and SIGTERM sent to shoalrun are forwarded to all processes; a second one kills them.
-Each process runs in a process group of its own and these signals go to the groups, so they also reach
-what the processes started, an ended process's included; what is left when the last one ends is killed.
+A stop (Ctrl-Z, SIGTSTP) stops them with shoalrun, and continuing shoalrun (fg, bg) continues them; time
+spent stopped counts against --timeout. Each process runs in a process group of its own and these
+signals go to the groups, so they also reach what the processes started, an ended process's included.
+What is left in the groups when the last process ends is killed: SIGKILL after a failure, a timeout or
+a signal, SIGTERM after a job that succeeded.
 
 Exit status:
   0        every process exited with status 0
