@@ -2,11 +2,14 @@
 # One-call check on a machine with GPUs: the GPU test tier at 1 and 2 PEs, the debug-build device
 # traps, and (when built) shoal-perf's quick suite with NCCL and NVSHMEM beside it. Logs go to $OUT (default ./out);
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
-# The tier also runs with its 2 PEs on 2 emulated nodes (every peer through the proxy; SKIP_ACROSS_NODES=1
-# leaves that out).
+# The tier also runs with its 2 PEs on 2 emulated nodes (every peer through the proxy), and its team tests
+# with 3 PEs on 2 uneven emulated nodes (SKIP_ACROSS_NODES=1 leaves both out); the heap tests run with 2 MiB
+# chunks under a limit of 256 open files, the examples at 2 PEs, and (with 2 GPUs or more) a PE that dies
+# across emulated nodes.
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
-# PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_PES (PEs of the perf run,
-# default 2; e.g. PES="1 2 4 8" PERF_PES=8 PERF_SUITE=coll on a machine of 8 GPUs), PES (PE counts of the
+# PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_TIMEOUT (seconds, default
+# 500), PERF_PES (PEs of the perf run, default 2; e.g. PES="1 2 4 8" PERF_PES=8 PERF_SUITE=coll on a
+# machine of 8 GPUs), PES (PE counts of the
 # test tier, default "1 2"), SKIP_PROBES=1, CARRIED_UCX (a folder made by scripts/fetch-ucx-debs.sh, for a machine
 # without UCX), EMULATE_NODES (exported as SHOAL_EMULATE_NODES: every path across nodes on one host),
 # MPS (auto: a run with more PEs than GPUs shares them through a private MPS daemon when the driver has one;
