@@ -39,7 +39,11 @@ std::uint64_t heap_allocator::capacity_needed(std::uint64_t size, std::uint64_t 
     auto last = std::prev(free_.end());
     if (last->first + last->second == capacity_) start = last->first;
   }
-  return align_up(start, alignment) + size;
+  // Saturated, not wrapped: a wrapped sum is a small capacity the heap already has, and the caller would
+  // grow nothing and find the allocation still failing (an internal error instead of out of memory).
+  const std::uint64_t aligned = align_up(start, alignment);
+  if (aligned < start || size > UINT64_MAX - aligned) return UINT64_MAX;
+  return aligned + size;
 }
 
 std::optional<std::uint64_t> heap_allocator::release(std::uint64_t offset) {

@@ -17,7 +17,8 @@ class heap_allocator {
   // nullopt if none fits in the current capacity. size 0 is not an allocation (callers return null).
   std::optional<std::uint64_t> allocate(std::uint64_t size, std::uint64_t alignment);
 
-  // Capacity needed for allocate(size, alignment) to succeed once the heap is grown to it.
+  // Capacity needed for allocate(size, alignment) to succeed once the heap is grown to it; UINT64_MAX when
+  // that does not fit in 64 bits (a size near SIZE_MAX), which no heap can grow to.
   std::uint64_t capacity_needed(std::uint64_t size, std::uint64_t alignment) const;
 
   // Frees the allocation starting at `offset`; returns its size, or nullopt when no allocation starts

@@ -295,6 +295,11 @@ void* world::impl::align(std::size_t alignment, std::size_t bytes) {
   if (!offset) {
     // Deterministic on every PE: the same allocator state asks for the same growth.
     std::uint64_t needed = w.allocator->capacity_needed(bytes, alignment);
+    if (needed > w.heap->max_size())
+      throw error(errc::out_of_memory, "shoal::world::malloc",
+                  fmt::format("{} bytes aligned to {} do not fit: the heap may grow to {} bytes per PE "
+                              "(SHOAL_HEAP_MAX_SIZE), of which {} are in use; nothing was allocated",
+                              bytes, alignment, w.heap->max_size(), w.allocator->used()));
     w.heap->grow_to(needed);
     w.allocator->grow(w.heap->mapped());
     offset = w.allocator->allocate(bytes, alignment);

@@ -101,6 +101,19 @@ TEST(HeapAllocator, GrowthNeededIsExactAndZeroSizeIsNoAllocation) {
   EXPECT_THROW(a.grow(10), shoal::error);
 }
 
+// A size near 2^64 (malloc(SIZE_MAX), a negative count converted) must ask for more than any heap can grow
+// to. Wrapped, the capacity was small: the heap grew nothing, the allocation still failed, and malloc
+// reported an internal error instead of running out of memory.
+TEST(HeapAllocator, CapacityNeededSaturatesInsteadOfWrapping) {
+  heap_allocator a(1 << 20);
+  ASSERT_TRUE(a.allocate(100, 256));  // the trailing free block starts at 100, as after init's own words
+  EXPECT_EQ(a.capacity_needed(UINT64_MAX, 256), UINT64_MAX);
+  EXPECT_EQ(a.capacity_needed(UINT64_MAX - 200, 256), UINT64_MAX);
+  EXPECT_EQ(a.capacity_needed(100, std::uint64_t{1} << 63), (std::uint64_t{1} << 63) + 100);
+  EXPECT_EQ(a.allocate(UINT64_MAX, 256), std::nullopt);
+  EXPECT_EQ(a.used(), 100u);
+}
+
 TEST(HeapAllocator, FindLocatesContainingAllocation) {
   heap_allocator a(4096);
   auto p = a.allocate(128, 128);

@@ -164,6 +164,10 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   // More than the heap may ever hold.
   expect_error(errc::out_of_memory, "SHOAL_HEAP_MAX_SIZE", [&] { w.malloc(before.max_size + 1); });
   EXPECT_EQ(w.heap_usage().used, before.used);
+  // A size near 2^64 (the growth it needs once wrapped to a small number, and malloc failed as an internal error).
+  expect_error(errc::out_of_memory, "SHOAL_HEAP_MAX_SIZE", [&] { w.malloc(SIZE_MAX); });
+  expect_error(errc::out_of_memory, "SHOAL_HEAP_MAX_SIZE", [&] { w.align(4096, SIZE_MAX - 100); });
+  EXPECT_EQ(w.heap_usage().used, before.used);
   // An element count whose bytes overflow (it wrapped to a small allocation).
   expect_error(errc::invalid_argument, "overflow", [&] { w.malloc_array<double>(SIZE_MAX / 8 + 2); });
   EXPECT_EQ(w.heap_usage().used, before.used);
