@@ -64,7 +64,7 @@ class world {
 
   template <typename T>
   T* malloc_array(std::size_t count) {
-    return static_cast<T*>(align(alignof(T) > 256 ? alignof(T) : 256, array_bytes(count, sizeof(T))));
+    return static_cast<T*>(align_array(alignof(T) > 256 ? alignof(T) : 256, count, sizeof(T)));
   }
 
   // Collective over all PEs, in the same order with the same size everywhere: makes this PE's device
@@ -87,8 +87,9 @@ class world {
   impl& internals() const noexcept { return *impl_; }
 
  private:
-  // count * size, or shoal::error(invalid_argument) when that overflows (malloc_array).
-  static std::size_t array_bytes(std::size_t count, std::size_t size);
+  // align(alignment, count * size) for malloc_array; when count * size overflows, shoal::error(invalid_argument)
+  // on every PE (it still takes part in the collective call, so no PE is left waiting in it).
+  void* align_array(std::size_t alignment, std::size_t count, std::size_t size);
   friend world init(init_options options);
   explicit world(std::unique_ptr<impl> impl) noexcept;
   std::unique_ptr<impl> impl_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "base/config.hpp"
@@ -283,13 +284,15 @@ void* world::malloc(std::size_t bytes) { return align(256, bytes); }
 
 void* world::align(std::size_t alignment, std::size_t bytes) { return impl_->align(alignment, bytes); }
 
-void* world::impl::align(std::size_t alignment, std::size_t bytes) {
-  impl& w = *this;
-  w.require_device("shoal::world::align");
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    throw error(errc::invalid_argument, "shoal::world::align",
-                fmt::format("alignment {} is not a power of two", alignment));
-  w.agree(impl::collective_kind::allocate, bytes, alignment, "shoal::world::malloc");
+namespace {
+
+// The one collective allocation behind align, malloc, calloc and malloc_array. `refusal` is this PE's own
+// error for an argument it cannot take: thrown after the agreement, never before it (see impl::agree). A
+// bad argument on one PE then fails the agreement on every PE; the same bad argument on every PE fails
+// each PE with its refusal.
+void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const std::optional<error>& refusal) {
+  w.agree(world::impl::collective_kind::allocate, bytes, alignment, "shoal::world::malloc");
+  if (refusal) throw *refusal;
   if (bytes == 0) return nullptr;
   std::optional<std::uint64_t> offset = w.allocator->allocate(bytes, alignment);
   if (!offset) {
@@ -308,23 +311,33 @@ void* world::impl::align(std::size_t alignment, std::size_t bytes) {
   return w.heap->base() + *offset;
 }
 
-void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
-
-namespace {
-// count * size, or shoal::error(invalid_argument) naming `call` when that overflows.
-std::size_t checked_bytes(std::size_t count, std::size_t size, const char* call) {
-  if (size != 0 && count > SIZE_MAX / size)
-    throw error(errc::invalid_argument, call, fmt::format("{} x {} bytes overflows", count, size));
-  return count * size;
-}
 }  // namespace
 
-std::size_t world::array_bytes(std::size_t count, std::size_t size) {
-  return checked_bytes(count, size, "shoal::world::malloc_array");
+void* world::impl::align(std::size_t alignment, std::size_t bytes) {
+  require_device("shoal::world::align");
+  std::optional<error> refusal;
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    refusal.emplace(errc::invalid_argument, "shoal::world::align",
+                    fmt::format("alignment {} is not a power of two", alignment));
+  return allocate(*this, alignment, bytes, refusal);
+}
+
+void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
+
+void* world::align_array(std::size_t alignment, std::size_t count, std::size_t size) {
+  return impl_->align_array(alignment, count, size, "shoal::world::malloc_array");
+}
+
+void* world::impl::align_array(std::size_t alignment, std::size_t count, std::size_t size, const char* call) {
+  require_device(call);
+  if (size == 0 || count <= SIZE_MAX / size) return align(alignment, count * size);
+  // Agreed as SIZE_MAX bytes, which a matching call on another PE could not allocate either.
+  return allocate(*this, alignment, SIZE_MAX,
+                  error(errc::invalid_argument, call, fmt::format("{} x {} bytes overflows", count, size)));
 }
 
 void* world::impl::calloc(std::size_t count, std::size_t size) {
-  void* p = align(256, checked_bytes(count, size, "shoal::world::calloc"));
+  void* p = align_array(256, count, size, "shoal::world::calloc");
   if (p != nullptr) {
     SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, stream));
     SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -338,7 +351,19 @@ void world::free(void* p) { impl_->free(p); }
 void world::impl::free(void* p) {
   impl& w = *this;
   w.require_device("shoal::world::free");
-  std::uint64_t offset = p == nullptr ? ~0ull : w.offset_of(p, 0, "shoal::world::free");
+  // A pointer outside the heap is refused after the agreement, as kForeign, which no heap offset (nor
+  // nullptr's ~0) equals: a PE that threw here would leave the others waiting in it.
+  constexpr std::uint64_t kForeign = ~0ull - 1;
+  std::optional<error> refusal;
+  std::uint64_t offset = ~0ull;
+  if (p != nullptr) {
+    try {
+      offset = w.offset_of(p, 0, "shoal::world::free");
+    } catch (const error& e) {
+      refusal = e;
+      offset = kForeign;
+    }
+  }
   SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
   // A kernel may end with requests to other nodes that it posted and never waited for (a collective's
   // last arrival signals, a put_nbi without quiet), aimed at the object being freed on another PE. They
@@ -349,6 +374,7 @@ void world::impl::free(void* p) {
     detail::proxy_synchronize(w, w.stream);
   }
   w.agree(impl::collective_kind::free, offset, 0, "shoal::world::free");
+  if (refusal) throw *refusal;
   if (p == nullptr) return;
   if (!w.allocator->release(offset))
     throw error(errc::invalid_argument, "shoal::world::free",

@@ -128,6 +128,8 @@ struct world::impl {
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.
+  // Nothing a PE can refuse on its own (a bad argument) may throw before this: the other PEs would wait
+  // in it until the bootstrap's timeout, or pair their call with that PE's next collective heap call.
   enum class collective_kind : std::uint64_t { allocate = 1, free, register_buffer, unregister_buffer };
   void agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call);
 
@@ -140,6 +142,9 @@ struct world::impl {
   // impl stays put when a world is moved).
   void* align(std::size_t alignment, std::size_t bytes);
   void* calloc(std::size_t count, std::size_t size);
+  // align(alignment, count * size) for `call` (calloc, malloc_array): refused on every PE when count * size
+  // overflows on one.
+  void* align_array(std::size_t alignment, std::size_t count, std::size_t size, const char* call);
   void free(void* p);
   shoal::device_handle device_handle() const;
 

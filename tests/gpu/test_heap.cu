@@ -181,6 +181,34 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   w.free(again);
 }
 
+// A bad argument on one PE only (a foreign pointer, an alignment that is not a power of two, a count whose
+// bytes overflow) is a mismatch like any other: every PE gets the error and nothing changes. Each of these
+// used to throw on that PE before the PEs agreed on the call, leaving the others waiting in the agreement:
+// their call then failed with the next collective of that PE (here its barrier_all, failing the job), or
+// had that PE made another heap call next, was paired with that one.
+TEST(Heap, BadInputOnOnePeFailsTheCallOnEveryPe) {
+  SHOAL_REQUIRE_WORLD(2);
+  shoal::world& w = *the_world();
+  const bool odd_one = w.pe() == w.n_pes() - 1;
+  auto* obj = static_cast<std::uint8_t*>(w.malloc(4096));
+  std::uint8_t host[64] = {};
+  const heap_stats before = w.heap_usage();
+  expect_error(errc::invalid_argument, "disagree", [&] { w.free(odd_one ? static_cast<void*>(host) : obj); });
+  barrier_all(w);
+  expect_error(errc::invalid_argument, "disagree", [&] { w.align(odd_one ? 48 : 256, 4096); });
+  barrier_all(w);
+  expect_error(errc::invalid_argument, "disagree", [&] { w.calloc(odd_one ? SIZE_MAX / 8 + 2 : 16, 8); });
+  barrier_all(w);
+  expect_error(errc::invalid_argument, "disagree", [&] { w.malloc_array<double>(odd_one ? SIZE_MAX / 8 + 2 : 16); });
+  barrier_all(w);
+  EXPECT_EQ(w.heap_usage().used, before.used);
+  // The same bad argument on every PE fails each PE with its own reason, after the agreement.
+  expect_error(errc::invalid_argument, "overflows", [&] { w.calloc(SIZE_MAX / 8 + 2, 8); });
+  expect_error(errc::invalid_argument, "not inside", [&] { w.free(host); });
+  w.free(obj);  // still live on every PE: no failed call released it
+  EXPECT_EQ(w.heap_usage().used, before.used - 4096);
+}
+
 __global__ void put_and_leave(device_handle h, std::uint8_t* dst, const std::uint8_t* src, std::size_t n, int pe) {
   put_nbi(block, h, dst, src, n, pe);  // no quiet: through the proxy the put is still in flight at the end
 }
