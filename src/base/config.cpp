@@ -11,6 +11,8 @@
 
 #include "shoal/error.hpp"
 
+extern char** environ;
+
 namespace shoal::detail {
 namespace {
 
@@ -71,6 +73,22 @@ std::vector<std::string> parse_list(const char* name, std::string_view text, std
     if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
       reject(name, text, fmt::format("a comma-separated list of {}", accepts));
   return words;
+}
+
+// Levenshtein distance: the edits (insert, delete, replace one character) that turn `a` into `b`.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace
@@ -206,6 +224,43 @@ config config::load(const getenv_fn& getenv_fn) {
 #include "config_table.def"
 #undef SHOAL_CONFIG
   return c;
+}
+
+std::vector<std::string> unknown_variable_warnings(std::span<const char* const> environment) {
+  std::vector<std::string> warnings;
+  for (const char* entry : environment) {
+    if (entry == nullptr) continue;
+    const std::string_view text(entry);
+    const std::string_view name = text.substr(0, text.find('='));
+    const std::string upper = upper_name(std::string(name).c_str());
+    if (!upper.starts_with("SHOAL_")) continue;
+    bool known = false;
+    const char* closest = nullptr;
+    std::size_t closest_distance = 0;
+    for (const config_var& var : config_table()) {
+      if (name == var.name) {
+        known = true;
+        break;
+      }
+      const std::size_t distance = edit_distance(upper, var.name);
+      if (closest == nullptr || distance < closest_distance) closest = var.name, closest_distance = distance;
+    }
+    if (known) continue;
+    // Close: a case slip, or a few characters left out, doubled or swapped in a name of this length.
+    if (closest != nullptr && closest_distance <= 2 + upper.size() / 10)
+      warnings.push_back(fmt::format("{} is set, but shoal has no such variable and ignores it; did you mean {}?",
+                                     name, closest));
+    else
+      warnings.push_back(fmt::format(
+          "{} is set, but shoal has no such variable and ignores it (shoal-info --env lists them)", name));
+  }
+  return warnings;
+}
+
+std::vector<std::string> unknown_variable_warnings() {
+  std::vector<const char*> entries;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) entries.push_back(*entry);
+  return unknown_variable_warnings(entries);
 }
 
 const config& process_config() {

@@ -44,6 +44,13 @@ struct config {
 // The process environment's configuration, parsed once on first use. Throws like config::load.
 const config& process_config();
 
+// One warning for each variable of `environment` ("NAME=value" entries, as environ holds them) whose name
+// starts with SHOAL_ (in any case) and is not in the table, naming the table's variable it may be a typo
+// of when one is close. Nothing reads such a variable, so without a word a misspelt SHOAL_HEAP_SIZE would
+// leave the default in force. shoal::init logs these for the process environment (the overload below).
+std::vector<std::string> unknown_variable_warnings(std::span<const char* const> environment);
+std::vector<std::string> unknown_variable_warnings();
+
 // Parsers shared with the launcher and tests. Each throws shoal::error(errc::config) naming `name`.
 std::uint64_t parse_bytes(const char* name, std::string_view text);
 double parse_seconds(const char* name, std::string_view text);

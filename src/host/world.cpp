@@ -425,6 +425,8 @@ world init(init_options options) {
   state->cfg = detail::config::load();
   state->boot = options.bootstrap ? std::move(options.bootstrap) : make_bootstrap_from_env();
   detail::set_log_pe(state->boot->pe());
+  // Nothing reads a SHOAL_* variable the table lacks: say so, or a misspelt one leaves a default in force unseen.
+  for (const std::string& warning : detail::unknown_variable_warnings()) SHOAL_LOG_WARN(base, "{}", warning);
   state->node_of.resize(std::size_t(state->boot->n_pes()));
   const int my_node = state->boot->node();
   state->boot->all_gather(&my_node, state->node_of.data(), sizeof(int));

@@ -82,6 +82,29 @@ TEST(Config, TableNamesAreUpperCaseAndUnique) {
   EXPECT_GE(seen.size(), 10u);
 }
 
+// Nothing reads a SHOAL_* variable the table lacks, so init warns about each one, naming the variable it
+// may be a typo of; other variables, and the table's own, pass without a word.
+TEST(Config, UnknownVariablesAreNamedWithTheOneTheyMayMean) {
+  const std::vector<const char*> environment = {"PATH=/usr/bin",        "SHOAL_HEAP_SIZE=1G", "SHOAL_HEAP_SIZ=4G",
+                                                "shoal_log_level=info", "NOT_SHOAL_X=1",      "SHOAL_WAIT_TIMOUT=5",
+                                                "SHOAL_MY_OWN_TOOL_SETTING=1"};
+  const std::vector<std::string> warnings = unknown_variable_warnings(environment);
+  ASSERT_EQ(warnings.size(), 4u);
+  auto says = [&](std::size_t i, const char* text) {
+    EXPECT_NE(warnings[i].find(text), std::string::npos) << "'" << text << "' not in: " << warnings[i];
+  };
+  says(0, "SHOAL_HEAP_SIZ is set");
+  says(0, "did you mean SHOAL_HEAP_SIZE?");
+  says(1, "shoal_log_level is set");
+  says(1, "did you mean SHOAL_LOG_LEVEL?");
+  says(2, "did you mean SHOAL_WAIT_TIMEOUT?");
+  says(3, "SHOAL_MY_OWN_TOOL_SETTING is set");
+  EXPECT_EQ(warnings[3].find("did you mean"), std::string::npos) << warnings[3];
+  std::vector<const char*> table_only;
+  for (const config_var& var : config_table()) table_only.push_back(var.name);
+  EXPECT_TRUE(unknown_variable_warnings(table_only).empty());
+}
+
 TEST(Config, BytesSuffixes) {
   EXPECT_EQ(parse_bytes("X", "4096"), 4096u);
   EXPECT_EQ(parse_bytes("X", "2k"), 2048u);
