@@ -245,14 +245,12 @@ std::vector<std::string> unknown_variable_warnings(std::span<const char* const> 
       const std::size_t distance = edit_distance(upper, var.name);
       if (closest == nullptr || distance < closest_distance) closest = var.name, closest_distance = distance;
     }
-    if (known) continue;
-    // Close: a case slip, or a few characters left out, doubled or swapped in a name of this length.
-    if (closest != nullptr && closest_distance <= 2 + upper.size() / 10)
-      warnings.push_back(fmt::format("{} is set, but shoal has no such variable and ignores it; did you mean {}?",
-                                     name, closest));
-    else
-      warnings.push_back(fmt::format(
-          "{} is set, but shoal has no such variable and ignores it (shoal-info --env lists them)", name));
+    // Close: a case slip, or a few characters left out, doubled or swapped in a name of this length. A name
+    // far from every variable is someone else's (shoal's tools and tests read a few of their own): no word.
+    if (known || closest == nullptr || closest_distance > 2 + upper.size() / 10) continue;
+    warnings.push_back(fmt::format(
+        "{} is set, but shoal has no such variable and ignores it; did you mean {}? (shoal-info --env lists them)",
+        name, closest));
   }
   return warnings;
 }

@@ -45,9 +45,11 @@ struct config {
 const config& process_config();
 
 // One warning for each variable of `environment` ("NAME=value" entries, as environ holds them) whose name
-// starts with SHOAL_ (in any case) and is not in the table, naming the table's variable it may be a typo
-// of when one is close. Nothing reads such a variable, so without a word a misspelt SHOAL_HEAP_SIZE would
-// leave the default in force. shoal::init logs these for the process environment (the overload below).
+// starts with SHOAL_ (in any case), is not in the table and is a few edits from a name that is, naming that
+// one. Nothing reads such a variable, so without a word a misspelt SHOAL_HEAP_SIZE would leave the default
+// in force. Names far from every table name pass in silence: shoal's own tools and tests read a few
+// (SHOAL_COMMIT, SHOAL_TEST_*), and so may a user's program. shoal::init logs these for the process
+// environment (the overload below).
 std::vector<std::string> unknown_variable_warnings(std::span<const char* const> environment);
 std::vector<std::string> unknown_variable_warnings();
 
