@@ -55,9 +55,11 @@ struct team_handle {
 
   // A view of `count` channels starting at this view's channel `first`, for concurrent collectives.
   // An out-of-range request gives a view with no channels, which device calls reject in debug builds.
+  // (count <= channel_count - first: as first + count, a count near INT_MAX wrapped, passed, and gave a view
+  // whose CTAs took channels past the team's state.)
   SHOAL_HD constexpr team_handle channels(int first, int count) const {
     team_handle view = *this;
-    const bool ok = first >= 0 && count >= 1 && first + count <= channel_count;
+    const bool ok = first >= 0 && count >= 1 && count <= channel_count - first;
     view.channel_first = ok ? channel_first + first : channel_first;
     view.channel_count = ok ? count : 0;
     return view;

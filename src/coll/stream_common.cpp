@@ -26,8 +26,11 @@ team_handle stream_view(const team& t, channel_range channels, const char* call)
                 "a member of this team is on another node and this job has no proxy transport (shoal was built "
                 "without UCX)");
   team_handle h = t.device_handle();
-  const int count = channels.count == 0 ? h.channel_count - channels.first : channels.count;
-  if (channels.first < 0 || count < 1 || channels.first + count > h.channel_count)
+  // Compared as count <= channel_count - first, which cannot overflow: as first + count, a count near INT_MAX
+  // wrapped, passed, and the kernel's CTAs took channels past the team's state (team_handle::channels).
+  const bool first_ok = channels.first >= 0 && channels.first <= h.channel_count;
+  const int count = first_ok && channels.count == 0 ? h.channel_count - channels.first : channels.count;
+  if (!first_ok || count < 1 || count > h.channel_count - channels.first)
     throw error(errc::invalid_argument, call,
                 fmt::format("channels [{}, +{}) are not inside the team's {} channels", channels.first, count,
                             h.channel_count));

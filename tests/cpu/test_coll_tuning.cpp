@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -121,6 +122,11 @@ TEST(CollTuning, ChannelViews) {
   EXPECT_EQ(view.channels(2, 2).channel_count, 0);   // past the view's end: no channels
   EXPECT_EQ(h.channels(-1, 2).channel_count, 0);
   EXPECT_EQ(h.channels(0, 0).channel_count, 0);
+  // first + count past INT_MAX: no channels, not a wrapped sum that passes the range check.
+  EXPECT_EQ(h.channels(1, INT_MAX).channel_count, 0);
+  EXPECT_EQ(h.channels(INT_MAX, 1).channel_count, 0);
+  EXPECT_EQ(h.channels(INT_MAX, 1).channel_first, 0);
+  EXPECT_EQ(view.channels(2, INT_MAX - 1).channel_count, 0);
 }
 
 

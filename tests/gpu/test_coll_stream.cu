@@ -4,6 +4,7 @@
 // replayed with new inputs; two streams at once on disjoint channel ranges, from one host thread and from
 // two; and the host's refusal of bad arguments, after which the team still works. No device template is
 // instantiated here: the kernels are the library's.
+#include <climits>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -582,7 +583,7 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
     SCOPED_TRACE("channels outside the team's");
     const int channels = t.device_handle().channel_count;
     for (channel_range bad : {channel_range{channels, 1}, channel_range{-1, 1}, channel_range{0, channels + 1},
-                              channel_range{channels - 1, 2}, channel_range{0, -1}}) {
+                              channel_range{channels - 1, 2}, channel_range{0, -1}, channel_range{1, INT_MAX}}) {
       SCOPED_TRACE("channels {" + std::to_string(bad.first) + ", " + std::to_string(bad.count) + "}");
       EXPECT_THROW(reduce_on_stream(t, sym, sym + kElems, 8, reduce_op::sum, s, bad), shoal::error);
       EXPECT_THROW(fcollect_on_stream(t, sym, sym + kElems, 8, s, bad), shoal::error);
