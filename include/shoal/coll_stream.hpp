@@ -30,6 +30,12 @@ struct channel_range {
   int count = 0;  // 0: all of the team's channels from `first`
 };
 
+namespace detail {
+// count x size in bytes; throws shoal::error naming `call` and the count when the product overflows size_t (a
+// wrapped product is small, passes the buffer checks, and the kernel then runs on the count itself).
+std::size_t collective_bytes(std::size_t count, std::size_t size, const char* call);
+}  // namespace detail
+
 // Every member meets; barrier also completes each member's earlier RMA (as barrier_all does).
 void barrier_on_stream(const team& t, cudaStream_t stream, channel_range channels = {});
 void sync_on_stream(const team& t, cudaStream_t stream, channel_range channels = {});
@@ -46,20 +52,23 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
 template <typename T>
 void broadcast_on_stream(const team& t, T* dst, const T* src, std::size_t count, int root, cudaStream_t stream,
                          channel_range channels = {}) {
-  broadcast_bytes_on_stream(t, dst, src, count * sizeof(T), root, stream, channels);
+  const std::size_t bytes = detail::collective_bytes(count, sizeof(T), "shoal::broadcast_on_stream");
+  broadcast_bytes_on_stream(t, dst, src, bytes, root, stream, channels);
 }
 // Member i's src[0, count) lands in every member's dst[i * count, (i + 1) * count). In place: src may be
 // dst + my_index() * count (each member's block already in its slot); no other overlap.
 template <typename T>
 void fcollect_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
                         channel_range channels = {}) {
-  fcollect_bytes_on_stream(t, dst, src, count * sizeof(T), stream, channels);
+  fcollect_bytes_on_stream(t, dst, src, detail::collective_bytes(count, sizeof(T), "shoal::fcollect_on_stream"), stream,
+                           channels);
 }
 // Member i's src[j * count, (j + 1) * count) lands in member j's dst[i * count, (i + 1) * count).
 template <typename T>
 void alltoall_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
                         channel_range channels = {}) {
-  alltoall_bytes_on_stream(t, dst, src, count * sizeof(T), stream, channels);
+  alltoall_bytes_on_stream(t, dst, src, detail::collective_bytes(count, sizeof(T), "shoal::alltoall_on_stream"), stream,
+                           channels);
 }
 
 // All-reduce: every member's dst[k] = op over members of src[k], k < count. dst may equal src. Defined for

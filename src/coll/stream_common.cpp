@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "host/cuda_check.hpp"
@@ -43,6 +44,13 @@ void check_buffer(const team& t, const void* p, std::size_t bytes, const char* c
   } catch (const error& e) {
     throw error(errc::invalid_argument, call, fmt::format("{}: {}", what, e.what()));
   }
+}
+
+std::size_t collective_bytes(std::size_t count, std::size_t size, const char* call) {
+  if (size != 0 && count > SIZE_MAX / size)
+    throw error(errc::invalid_argument, call,
+                fmt::format("a count of {} x {} bytes overflows the size of a buffer", count, size));
+  return count * size;
 }
 
 void check_root(const team& t, int root, const char* call) {

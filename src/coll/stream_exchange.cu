@@ -148,12 +148,13 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
                               channel_range channels) {
   constexpr const char* call = "shoal::fcollect_on_stream";
   const team_handle h = detail::stream_view(t, channels, call);
-  detail::check_buffer(t, dst, bytes * t.size(), call, "dst");
+  const std::size_t dst_bytes = detail::collective_bytes(bytes, std::size_t(t.size()), call);
+  detail::check_buffer(t, dst, dst_bytes, call, "dst");
   detail::check_buffer(t, src, bytes, call, "src");
   // In place: this member's block already sits where it goes (every algorithm then copies it onto itself,
   // or skips it). Any other overlap is an error.
   const bool in_place = src == static_cast<const std::byte*>(dst) + std::size_t(t.my_index()) * bytes;
-  if (!in_place) detail::check_no_overlap(dst, bytes * t.size(), src, bytes, call);
+  if (!in_place) detail::check_no_overlap(dst, dst_bytes, src, bytes, call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::fcollect, bytes, algorithm::direct);
   if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
@@ -162,7 +163,7 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
         [](int) { return true; });
     return;
   }
-  const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
+  const auto launch = detail::plan_launch(h, algo, bytes, dst_bytes);
   detail::launch_coll(t,
                       kernel_for(h, collective::fcollect, algo, bytes, launch, fcollect_kernel<algorithm_set::ll_only>,
                                  fcollect_kernel<algorithm_set::all_but_ll>),
@@ -173,9 +174,10 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
                               channel_range channels) {
   constexpr const char* call = "shoal::alltoall_on_stream";
   const team_handle h = detail::stream_view(t, channels, call);
-  detail::check_buffer(t, dst, bytes * t.size(), call, "dst");
-  detail::check_buffer(t, src, bytes * t.size(), call, "src");
-  detail::check_no_overlap(dst, bytes * t.size(), src, bytes * t.size(), call);
+  const std::size_t all_bytes = detail::collective_bytes(bytes, std::size_t(t.size()), call);
+  detail::check_buffer(t, dst, all_bytes, call, "dst");
+  detail::check_buffer(t, src, all_bytes, call, "src");
+  detail::check_no_overlap(dst, all_bytes, src, all_bytes, call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::alltoall, bytes, algorithm::direct);
   if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
@@ -184,7 +186,7 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
         [=](int j) { return static_cast<const std::byte*>(src) + std::size_t(j) * bytes; }, [](int) { return true; });
     return;
   }
-  const auto launch = detail::plan_launch(h, algo, bytes, bytes * t.size());
+  const auto launch = detail::plan_launch(h, algo, bytes, all_bytes);
   detail::launch_coll(t,
                       kernel_for(h, collective::alltoall, algo, bytes, launch, alltoall_kernel<algorithm_set::ll_only>,
                                  alltoall_kernel<algorithm_set::all_but_ll>),

@@ -155,7 +155,8 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   const char* call = kScatter ? "shoal::reducescatter_on_stream" : "shoal::reduce_on_stream";
   const team_handle h = stream_view(t, channels, call);
   if constexpr (!is_reduce_integer_v<T>) check_op_for_floating(op, call);
-  const std::size_t bytes = count * sizeof(T), src_bytes = kScatter ? bytes * t.size() : bytes;
+  const std::size_t bytes = collective_bytes(count, sizeof(T), call);
+  const std::size_t src_bytes = kScatter ? collective_bytes(bytes, std::size_t(t.size()), call) : bytes;
   check_buffer(t, dst, bytes, call, "dst");
   check_buffer(t, src, src_bytes, call, "src");
   if (kScatter || dst != src) check_no_overlap(dst, bytes, src, src_bytes, call);

@@ -5,6 +5,7 @@
 // two; and the host's refusal of bad arguments, after which the team still works. No device template is
 // instantiated here: the kernels are the library's.
 #include <climits>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -599,6 +600,45 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
   // Still usable: every collective, on the team and on the teams of one.
   run_stream_matrix<float>(t, {.kinds = kAllKinds, .counts = {37, 1000}}, 1100);
   run_stream_matrix<float>(self, {.kinds = kAllKinds, .counts = {37}}, 1101);
+}
+
+// Counts whose size in bytes overflows size_t. The wrapped product was small, so it passed the buffer checks
+// and the call went ahead: a few bytes moved where the user asked for a count that cannot exist, or a kernel
+// ran on the count itself, far past the buffers. Each call now throws before it enqueues anything, naming
+// itself and the count. (Before the fix the reductions and the byte-form alltoall below wrote past the heap.)
+TEST(CollStream, OverflowingCountsThrow) {
+  SHOAL_REQUIRE_WORLD(1);
+  world& w = *the_world();
+  const team& t = world_team(w);
+  const std::size_t n = static_cast<std::size_t>(t.size());
+  test_stream s;
+  auto* sym = w.malloc_array<float>(64 * n);
+  float* other = sym + 32 * n;
+  // (SIZE_MAX / 4 + 2) x 4 bytes wraps to 4 bytes.
+  const std::size_t wraps_typed = SIZE_MAX / sizeof(float) + 2;
+  try {
+    broadcast_on_stream(t, sym, other, wraps_typed, 0, s);
+    ADD_FAILURE() << "broadcast_on_stream accepted a count of " << wraps_typed << " floats";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), errc::invalid_argument) << e.what();
+    EXPECT_EQ(e.context(), "shoal::broadcast_on_stream") << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(wraps_typed)), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fcollect_on_stream(t, sym, other, wraps_typed, s), shoal::error);
+  EXPECT_THROW(alltoall_on_stream(t, sym, other, wraps_typed, s), shoal::error);
+  if (n >= 2) {
+    // SIZE_MAX / n + 1 bytes per member, times n members, wraps below n bytes.
+    const std::size_t wraps_per_member = SIZE_MAX / n + 1;
+    EXPECT_THROW(fcollect_bytes_on_stream(t, sym, other, wraps_per_member, s), shoal::error);
+    EXPECT_THROW(alltoall_bytes_on_stream(t, sym, other, wraps_per_member, s), shoal::error);
+    EXPECT_THROW(reducescatter_on_stream(t, sym, other, wraps_per_member / sizeof(float) + 1, reduce_op::sum, s),
+                 shoal::error);
+  }
+  EXPECT_THROW(reduce_on_stream(t, sym, other, wraps_typed, reduce_op::sum, s), shoal::error);
+  EXPECT_THROW(reducescatter_on_stream(t, sym, other, wraps_typed, reduce_op::sum, s), shoal::error);
+  s.wait("nothing was enqueued");
+  w.free(sym);
+  run_stream_matrix<float>(t, {.kinds = kAllKinds, .counts = {37}}, 1110);
 }
 
 }  // namespace

@@ -183,6 +183,13 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
   }
 }
 
+// count x sizeof(T) for the typed calls; debug builds trap where the product overflows.
+template <typename T>
+__device__ inline std::size_t bytes_of(const team_handle& t, std::size_t count) {
+  SHOAL_DEVICE_CHECK(t.world, product_fits(count, sizeof(T)), "count (x the element size overflows)", count);
+  return count * sizeof(T);
+}
+
 template <algorithm_set kSet, typename Scope>
 __device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* dst, const void* src, std::size_t bytes,
                                        int root) {
@@ -198,6 +205,7 @@ __device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* 
 template <algorithm_set kSet, typename Scope>
 __device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
                                       std::size_t bytes) {
+  SHOAL_DEVICE_CHECK(t.world, product_fits(bytes, std::size_t(t.size())), "bytes (x the team size overflows)", bytes);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
   auto* from = static_cast<const std::byte*>(src);
   exchange<kSet>(
@@ -208,6 +216,7 @@ __device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* d
 template <algorithm_set kSet, typename Scope>
 __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* dst, const void* src,
                                       std::size_t bytes) {
+  SHOAL_DEVICE_CHECK(t.world, product_fits(bytes, std::size_t(t.size())), "bytes (x the team size overflows)", bytes);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
   auto* from = static_cast<const std::byte*>(src);
   exchange<kSet>(
@@ -260,36 +269,36 @@ __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* d
 template <typename Scope, typename T>
 __device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count, int root) {
   static_assert(std::is_trivially_copyable_v<T>);
-  broadcast_bytes(scope, t, dst, src, count * sizeof(T), root);
+  broadcast_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count), root);
 }
 template <typename Scope, typename T>
 __device__ inline void fcollect(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
   static_assert(std::is_trivially_copyable_v<T>);
-  fcollect_bytes(scope, t, dst, src, count * sizeof(T));
+  fcollect_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count));
 }
 template <typename Scope, typename T>
 __device__ inline void alltoall(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
   static_assert(std::is_trivially_copyable_v<T>);
-  alltoall_bytes(scope, t, dst, src, count * sizeof(T));
+  alltoall_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count));
 }
 
 template <typename Scope, typename T>
 __device__ inline void broadcast(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count, int root,
                                  ll_only_t ll) {
   static_assert(std::is_trivially_copyable_v<T>);
-  broadcast_bytes(scope, t, dst, src, count * sizeof(T), root, ll);
+  broadcast_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count), root, ll);
 }
 template <typename Scope, typename T>
 __device__ inline void fcollect(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
                                 ll_only_t ll) {
   static_assert(std::is_trivially_copyable_v<T>);
-  fcollect_bytes(scope, t, dst, src, count * sizeof(T), ll);
+  fcollect_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count), ll);
 }
 template <typename Scope, typename T>
 __device__ inline void alltoall(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count,
                                 ll_only_t ll) {
   static_assert(std::is_trivially_copyable_v<T>);
-  alltoall_bytes(scope, t, dst, src, count * sizeof(T), ll);
+  alltoall_bytes(scope, t, dst, src, detail::bytes_of<T>(t, count), ll);
 }
 
 }  // namespace shoal

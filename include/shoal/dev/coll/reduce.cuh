@@ -146,18 +146,22 @@ template <algorithm_set kSet, typename Scope>
 inline constexpr source_loads kPullLoadsOf =
     kSet == algorithm_set::all && std::is_same_v<Scope, block_scope> ? source_loads::pipelined : kLoadsOf<kSet>;
 
+// dst holds `count` elements, src `src_blocks` blocks of them. The byte counts are checked for overflow first:
+// a wrapped product is small and would pass the range checks.
 template <typename T>
-__device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t dst_count,
-                                         std::size_t src_count) {
-  SHOAL_CHECK_SYMMETRIC(t.world, dst, dst_count * sizeof(T));
-  SHOAL_CHECK_SYMMETRIC(t.world, src, src_count * sizeof(T));
+__device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t count,
+                                         int src_blocks) {
+  SHOAL_DEVICE_CHECK(t.world, product_fits(count, sizeof(T) * std::size_t(src_blocks > 1 ? src_blocks : 1)),
+                     "count (x the element size and the source blocks overflows)", count);
+  SHOAL_CHECK_SYMMETRIC(t.world, dst, count * sizeof(T));
+  SHOAL_CHECK_SYMMETRIC(t.world, src, count * sizeof(T) * std::size_t(src_blocks));
 }
 
 // shoal::reduce with the algorithms of `kSet` (see algorithm_set): with ll_only it runs LL whatever the
 // size, which the host picks only for teams within a node; all_but_ll runs one_shot where the model says LL.
 template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
 __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
-  check_reduce_args(t, dst, src, count, count);
+  check_reduce_args(t, dst, src, count, 1);
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, 0};
@@ -199,7 +203,7 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
 // shoal::reducescatter with the algorithms of `kSet`, as reduce above.
 template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
 __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
-  check_reduce_args(t, dst, src, count, count * t.size());
+  check_reduce_args(t, dst, src, count, t.size());
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
   const reduce_plan<T> plan{dst, src, count, count};

@@ -3,6 +3,7 @@
 // trap; without it they compile to nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 
 #include "shoal/device_handle.hpp"
@@ -27,6 +28,12 @@ namespace shoal::detail {
 __device__ inline bool in_range(const std::byte* base, std::uint64_t size, const void* p, std::size_t bytes) {
   auto* b = static_cast<const std::byte*>(p);
   return b >= base && bytes <= size && std::uint64_t(b - base) <= size - bytes;
+}
+
+// Whether count x size fits in size_t. A product that wraps is small: it passes in_symmetric, and the call then
+// runs on the count itself, past the buffer.
+__device__ inline bool product_fits(std::size_t count, std::size_t size) {
+  return size == 0 || count <= ~std::size_t{0} / size;
 }
 
 // [p, p+bytes) lies in this PE's heap slot or in one registered buffer.
