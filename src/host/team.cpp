@@ -45,6 +45,7 @@ struct creation_vote {
   std::int32_t ok;
   std::int32_t sms;          // this PE's GPU's SM count
   std::int32_t spans_nodes;  // this PE's team has members on other nodes
+  std::uint64_t settings;    // detail::collective_settings_digest: the same on every PE, or no team
 };
 struct creation_result {
   int largest_team;
@@ -52,11 +53,11 @@ struct creation_result {
   bool any_spans_nodes;  // some PE's team spans nodes: the state is sized for the proxy
 };
 // `failure` is this PE's own error, rethrown as it was when this PE is the one that refused.
-creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes, bool ok, const char* call,
-                                  const std::string& why, const std::exception_ptr& failure) {
+creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes, bool ok, std::uint64_t settings,
+                                  const char* call, const std::string& why, const std::exception_ptr& failure) {
   int sms = 1;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device) != cudaSuccess) sms = 1;
-  const creation_vote mine{members, ok ? 1 : 0, sms, spans_nodes ? 1 : 0};
+  const creation_vote mine{members, ok ? 1 : 0, sms, spans_nodes ? 1 : 0, settings};
   std::vector<creation_vote> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
   // A PE that refused reports its own reason first, whatever other PEs said.
@@ -72,6 +73,17 @@ creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes,
                   fmt::format("PE {} refused the team (its request was invalid); no team was created", pe));
     largest = std::max(largest, int(all[pe].members));
   }
+  // Members pick each call's algorithm on their own, from these settings: where they differ, one member may run
+  // one_shot while its peer runs direct, and each reads what the other never wrote. Judged from every PE's vote,
+  // so every PE throws alike.
+  for (int pe = 1; pe < int(all.size()); ++pe)
+    if (all[pe].settings != all[0].settings)
+      throw error(errc::config, call,
+                  fmt::format("PE {} has collective settings other than PE 0's (SHOAL_ALGO_*, the SHOAL_COLL_MODEL "
+                              "table, SHOAL_COLL_CE_BYTES, SHOAL_TEAM_CHANNELS or SHOAL_TEAM_SCRATCH_BYTES), so the "
+                              "members would run different algorithms in one call; set them alike on every PE (a "
+                              "launcher may pass the environment only to the PEs of its own node)",
+                              pe));
   return {largest, std::max(fewest_sms, 1), any_spans};
 }
 
@@ -94,19 +106,22 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   if (layout.valid() && layout.index_of(w.pe()) >= 0)
     for (int i = 0; i < layout.size; ++i) spans_nodes |= wi.on_other_node(layout.pe_at(i));
   std::exception_ptr failure;
+  std::uint64_t settings = 0;
   // Everything that can fail on one PE is decided before the vote: the algorithm overrides, the scratch.
   try {
-    handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1),
-                                         [](const char* name) { return std::getenv(name); });
+    const detail::algo_getenv_fn getenv_fn = [](const char* name) { return std::getenv(name); };
+    handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1), getenv_fn);
     const char* ce = std::getenv("SHOAL_COLL_CE_BYTES");
     copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
     detail::check_team_scratch_bytes(scratch);
+    settings = detail::collective_settings_digest(detail::active_coll_model(), getenv_fn, copy_engine_bytes_,
+                                                  std::uint64_t(channels), scratch);
   } catch (const error&) {
     request_ok = false;
     failure = std::current_exception();
   }
-  const creation_result agreed =
-      agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, request_ok, "shoal::team", why, failure);
+  const creation_result agreed = agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, request_ok,
+                                                   settings, "shoal::team", why, failure);
   std::uint64_t staged = scratch;
   if (agreed.any_spans_nodes) {
     // Through the proxy each staged step is one message per member and channel: few channels with large

@@ -130,6 +130,41 @@ TEST(CollTuning, ChannelViews) {
 }
 
 
+// Team creation compares this digest across PEs and refuses the team where it differs, so it must change with
+// everything that makes members choose differently, and with nothing else: unset, blank and "auto" are all the
+// model's choice, and a value is read trimmed, as the model reads it.
+TEST(CollTuning, SettingsDigestChangesWithWhatDecidesTheAlgorithm) {
+  const coll_model_table table;
+  constexpr std::uint64_t kCe = std::uint64_t{32} << 20, kChannels = 128, kScratch = 16384;
+  const std::uint64_t base = collective_settings_digest(table, no_env, kCe, kChannels, kScratch);
+  std::map<std::string, std::string> env;
+  auto getenv_fn = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  for (const char* model : {"auto", " auto ", "", "   "}) {
+    env["SHOAL_ALGO_FCOLLECT"] = model;
+    EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), base) << "'" << model << "'";
+  }
+  env["SHOAL_ALGO_FCOLLECT"] = "one_shot";
+  const std::uint64_t forced = collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch);
+  EXPECT_NE(forced, base);
+  env["SHOAL_ALGO_FCOLLECT"] = " one_shot\t";
+  EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
+  env["SHOAL_ALGO_FCOLLECT"] = "direct";
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
+  env = {{"SHOAL_ALGO_ALLTOALL", "one_shot"}};  // the same value for another collective
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), base);
+
+  coll_model_table calibrated;
+  calibrated.step_us = 4.5;
+  EXPECT_NE(collective_settings_digest(calibrated, no_env, kCe, kChannels, kScratch), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, 0, kChannels, kScratch), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, kCe, 64, kScratch), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, kCe, kChannels, 2 * kScratch), base);
+}
+
 // SHOAL_ALGO_REDUCE=hierarchical names the host's composition (coll/hierarchical.hpp), not a kernel: the
 // kernels stay with the model, at every size, and the variable is accepted (not a config error).
 TEST(CollTuning, HierarchicalLeavesTheKernelsToTheModel) {

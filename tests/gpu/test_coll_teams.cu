@@ -317,5 +317,28 @@ TEST(CollTeams, BadAlgorithmVariableIsRefused) {
   run_stream_matrix<std::int32_t>(fine, {.kinds = {coll_kind::reduce, coll_kind::fcollect}, .counts = {37}}, 510);
 }
 
+// Collective settings that differ between PEs (here SHOAL_ALGO_FCOLLECT; in a job, a launcher that passes the
+// environment only to the PEs of its own node): the members would run different algorithms in one call, one_shot
+// against direct, each reading what the other never wrote, with no error. Team creation refuses the team on
+// every PE alike, naming the first PE that differs, and keeps no heap state.
+TEST(CollTeams, SettingsThatDifferBetweenPEsAreRefused) {
+  SHOAL_REQUIRE_WORLD(2);
+  world& w = *the_world();
+  const std::uint64_t used = w.heap_usage().used;
+  {
+    scoped_env env({{"SHOAL_ALGO_FCOLLECT", w.pe() == 1 ? "direct" : "one_shot"}});
+    try {
+      team t = split_strided(w, world_team(w), 0, 1, w.n_pes());
+      ADD_FAILURE() << "split_strided accepted SHOAL_ALGO_FCOLLECT=direct on PE 1 and one_shot elsewhere";
+    } catch (const shoal::error& e) {
+      EXPECT_EQ(e.category(), errc::config) << e.what();
+      EXPECT_NE(std::string(e.what()).find("PE 1 "), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(w.heap_usage().used, used) << "a team refused at creation left its state allocated in the heap";
+  team fine = split_strided(w, world_team(w), 0, 1, w.n_pes());
+  run_stream_matrix<std::int32_t>(fine, {.kinds = {coll_kind::fcollect}, .counts = {37, 10000}}, 520);
+}
+
 }  // namespace
 }  // namespace shoal::gpu_test
