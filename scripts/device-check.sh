@@ -140,6 +140,11 @@ done
     record "trap: $mode" FAIL $((SECONDS - start)) "no '$pattern'"
   fi
 done
+# No misuse: a team destroyed after its world lets go of it (exit 0) instead of freeing into the freed heap.
+if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 1 ]; then
+  run_step "team outlives its world" "probe_team_outlives_world.txt" -- launch 2 --timeout 60 -- \
+    "$BUILD/bin/shoal_gpu_debug_probe" team-outlives-world
+fi
 cat "$OUT"/probe_*.txt > "$OUT/probes.log" 2>/dev/null && rm -f "$OUT"/probe_*.txt
 
 # A PE that vanishes while the other puts to it across (emulated) nodes: the survivor must get an error

@@ -10,9 +10,12 @@
 // Creating and destroying a team is collective over the *whole world*, members or not (OpenSHMEM asks
 // only the parent team): a team's state is a symmetric heap allocation, and heap calls are collective
 // over the world. A PE outside the new team gets a team with member() == false, which it must still
-// destroy (or let go out of scope) in the same order as the members.
+// destroy (or let go out of scope) in the same order as the members. A team may outlive its world (a
+// member declared before the world in a class): finalize takes the team's state with the heap, and the
+// team then reports no members, as a destroyed one does.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -32,10 +35,12 @@ class team {
   ~team();  // destroy(), logging instead of throwing
 
   // Collective over the world (see above): frees the team's state. The team must not be used after,
-  // on the host or in a kernel; the host API throws shoal::error for a destroyed team.
+  // on the host or in a kernel; the host API throws shoal::error for a destroyed team. After the world
+  // finalized, nothing is left to free and no PE meets: destroy() only lets go.
   void destroy();
 
-  bool valid() const noexcept { return world_ != nullptr; }  // created and not destroyed
+  // Created, not destroyed, and its world not finalized.
+  bool valid() const noexcept { return world_ != nullptr && !world_alive_.expired(); }
   bool member() const noexcept { return handle_.index >= 0; }
   int size() const noexcept { return handle_.layout.size; }
   int my_index() const noexcept { return handle_.index; }  // -1 on a PE outside the team
@@ -66,6 +71,7 @@ class team {
 
  private:
   world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
+  std::weak_ptr<const void> world_alive_;  // expires when that world finalizes (world::impl::alive)
   team_handle handle_{};
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
   bool reachable_ = true;

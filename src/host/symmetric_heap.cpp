@@ -58,6 +58,12 @@ symmetric_heap::symmetric_heap(shoal::bootstrap& boot, int device, heap_layout l
   granularity_ = granularity;
   chunk_size_ = round_up(layout.chunk_size, granularity_);
   stride_ = round_up(std::max(layout.max_size, layout.initial_size), chunk_size_);
+  if (stride_ > layout.max_size)
+    SHOAL_LOG_WARN(heap,
+                   "the heap may grow to {} MiB per PE, past SHOAL_HEAP_MAX_SIZE ({} MiB): it holds at least "
+                   "SHOAL_HEAP_SIZE ({} MiB) in whole chunks of {} MiB (SHOAL_HEAP_CHUNK_SIZE, rounded up to the GPU's "
+                   "granularity)",
+                   stride_ >> 20, layout.max_size >> 20, layout.initial_size >> 20, chunk_size_ >> 20);
 
   std::uint64_t total = stride_ * std::uint64_t(boot_.local_size());
   SHOAL_CU_CHECK(cu.mem_address_reserve(&reservation_, total, granularity_, 0, 0));

@@ -97,7 +97,8 @@ team_layout node_layout_of(const world::impl& w) {
 
 }  // namespace
 
-team::team(world& w, team_layout layout, bool request_ok, const std::string& why) : world_(&w.internals()) {
+team::team(world& w, team_layout layout, bool request_ok, const std::string& why)
+    : world_(&w.internals()), world_alive_(w.internals().alive) {
   world::impl& wi = w.internals();
   const detail::config& cfg = wi.cfg;
   int channels = int(cfg.team_channels);
@@ -154,6 +155,7 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
 
 team::team(team&& other) noexcept
     : world_(std::exchange(other.world_, nullptr)),
+      world_alive_(std::move(other.world_alive_)),
       handle_(other.handle_),
       state_(std::exchange(other.state_, nullptr)),
       reachable_(other.reachable_),
@@ -167,6 +169,7 @@ team& team::operator=(team&& other) noexcept {
       SHOAL_LOG_WARN(coll, "team destroy: {}", e.what());
     }
     world_ = std::exchange(other.world_, nullptr);
+    world_alive_ = std::move(other.world_alive_);
     handle_ = other.handle_;
     state_ = std::exchange(other.state_, nullptr);
     reachable_ = other.reachable_;
@@ -186,14 +189,16 @@ team::~team() {
 void team::destroy() {
   if (world_ == nullptr) return;
   world::impl* w = std::exchange(world_, nullptr);
-  if (state_ != nullptr) w->free(state_);
-  state_ = nullptr;
-  handle_.index = -1;
+  void* state = std::exchange(state_, nullptr);
+  handle_ = team_handle{};  // every query now reports no members, as for a team never created
+  // After finalize the state went with the heap, and no PE meets any more: nothing to free.
+  if (std::exchange(world_alive_, {}).expired()) return;
+  if (state != nullptr) w->free(state);
 }
 
 team_handle team::device_handle() const {
-  if (world_ == nullptr)
-    throw error(errc::invalid_argument, "shoal::team::device_handle", "the team was destroyed or never created");
+  if (!valid())
+    throw error(errc::invalid_argument, "shoal::team::device_handle", "the team was destroyed, never created, or outlived its world");
   team_handle h = handle_;
   h.world = world_->device_handle();  // fresh: it knows the heap's current size
   return h;
@@ -202,8 +207,8 @@ team_handle team::device_handle() const {
 world& team::owner() const { return *internals().self; }
 
 world::impl& team::internals() const {
-  if (world_ == nullptr)
-    throw error(errc::invalid_argument, "shoal::team", "the team was destroyed or never created");
+  if (!valid())
+    throw error(errc::invalid_argument, "shoal::team", "the team was destroyed, never created, or outlived its world");
   return *world_;
 }
 

@@ -218,6 +218,7 @@ world::~world() {
   impl_->same_local_rank_team.reset();
   impl_->node_team.reset();
   impl_->world_team.reset();
+  impl_->alive.reset();  // user teams still alive now outlive the world (team::destroy)
   try {
     if (impl_->device != kNoDevice) SHOAL_CUDA_LOG(cudaDeviceSynchronize());
     // This PE's mappings of the peers' registered buffers close before the barrier, so that once it

@@ -95,6 +95,9 @@ struct world::impl {
 
   // Predefined teams (shoal/team.hpp), created by init after the sync words, destroyed first.
   std::unique_ptr<team> world_team, node_team, same_local_rank_team;
+  // Teams hold it weakly: reset by finalize once the predefined teams are gone, so that a user team that
+  // outlives the world lets go of it instead of freeing its state in a heap that no longer exists.
+  std::shared_ptr<const void> alive = std::make_shared<const int>(0);
 
   cudaStream_t stream = nullptr;  // for blocking host-initiated operations
 

@@ -7,6 +7,8 @@
 // spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's). And
 // beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past what is
 // mapped (which no device check can tell from a live address) must be refused by the proxy, naming the range.
+// And team-outlives-world, no misuse: a team destroyed after its world must let go of it (exit 0) rather than
+// free its state in the finalized heap.
 // Exits 77 (skip) without a GPU, or for the modes across nodes when PE 1 is reachable by load/store.
 #include <chrono>
 #include <cstdio>
@@ -92,6 +94,27 @@ int peer_dies(shoal::world& w) {
   std::_Exit(0);
 }
 
+// A team declared before its world, as a class member may be: the world finalizes first. The team must let
+// go of it (report no members, throw on use, free nothing) instead of freeing its state in the finalized
+// world's heap when it goes. Exits 0 when it did, 1 when the team still claimed to be valid.
+int team_outlives_world() {
+  shoal::team t;
+  {
+    shoal::world w = shoal::init();
+    t = shoal::split_strided(w, shoal::world_team(w), 0, 1, w.n_pes());
+    if (!t.valid() || t.size() != w.n_pes()) return 2;
+  }
+  bool detached = !t.valid() && t.size() == 0;
+  try {
+    (void)t.device_handle();
+    detached = false;
+  } catch (const shoal::error&) {
+  }
+  std::printf("team after its world: %s\n", detached ? "let go" : "still claims its world");
+  std::fflush(stdout);
+  return detached ? 0 : 1;  // t's destructor runs here, after the world's
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +124,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "team-outlives-world") == 0) return team_outlives_world();
   shoal::world w = shoal::init();
   if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
   auto* sym = static_cast<int*>(w.calloc(512, sizeof(int)));
@@ -128,7 +152,7 @@ int main(int argc, char** argv) {
     beyond_mapped_kernel<<<1, 1>>>(w.device_handle(), sym);
   else {
     std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
-                 "beyond-mapped-across-nodes\n", argv[0]);
+                 "beyond-mapped-across-nodes|team-outlives-world\n", argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

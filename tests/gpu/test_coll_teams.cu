@@ -255,6 +255,10 @@ TEST(CollTeams, DestroyedTeamThrows) {
   t.destroy();
   EXPECT_FALSE(t.valid());
   EXPECT_FALSE(t.member());
+  // Its queries report no members, as for a team never created (they used to answer with the old layout).
+  EXPECT_EQ(t.size(), 0);
+  EXPECT_EQ(t.pe_of(0), -1);
+  EXPECT_EQ(t.translate(0, world_team(w)), -1);
   EXPECT_THROW(t.device_handle(), shoal::error);
   EXPECT_THROW(t.owner(), shoal::error);
   EXPECT_THROW(reduce_on_stream(t, buf, buf + 32, 8, reduce_op::sum, s), shoal::error);
