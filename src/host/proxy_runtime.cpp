@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <span>
+#include <utility>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
@@ -29,7 +30,16 @@ constexpr payload_buffers kPayloadBuffers{.count = 32, .bytes = kProxyChunkBytes
 proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_t heap_bytes, std::uint64_t heap_mapped,
                              int device)
     : boot_(boot) {
-  net_ = make_ucx_network(boot);
+  try {
+    set_up(heap_base, heap_bytes, heap_mapped, device);
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws: a failed init leaks nothing
+    throw;
+  }
+}
+
+void proxy_runtime::set_up(std::byte* heap_base, std::uint64_t heap_bytes, std::uint64_t heap_mapped, int device) {
+  net_ = make_ucx_network(boot_);
   memory_ = make_cuda_local_memory(heap_base, heap_bytes, device, kPayloadBuffers);
   open_payload_windows();
 
@@ -46,7 +56,7 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
   const proxy_channel channel{.ring = ring, .result_owners = owners_};
   SHOAL_CUDA_CHECK(cudaMemcpy(channel_, &channel, sizeof(channel), cudaMemcpyHostToDevice));
 
-  const proxy_limits limits{.n_pes = boot.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
+  const proxy_limits limits{.n_pes = boot_.n_pes(), .heap_bytes = heap_bytes, .completion_slots = ring.result_slots};
   // The watchdog speaks before a kernel's wait for the proxy times out: at half SHOAL_WAIT_TIMEOUT, 5 s at most.
   const double timeout_ms = process_config().wait_timeout * 1000;  // 0: kernels wait forever
   const auto stall_warning = std::chrono::milliseconds(
@@ -56,7 +66,7 @@ proxy_runtime::proxy_runtime(bootstrap& boot, std::byte* heap_base, std::uint64_
       .stall_warning = stall_warning};
   engine_ = std::make_unique<proxy_engine>(ring, *net_, *memory_, limits, options);
   engine_->heap_mapped(heap_mapped);
-  boot.barrier();  // every engine's handlers are installed before any PE's engine sends
+  boot_.barrier();  // every engine's handlers are installed before any PE's engine sends
   engine_->start();
   SHOAL_LOG_INFO(base, "proxy started: {}", describe());
 }
@@ -102,21 +112,23 @@ void proxy_runtime::shutdown() {
   if (failure) std::rethrow_exception(failure);
 }
 
-proxy_runtime::~proxy_runtime() {
+proxy_runtime::~proxy_runtime() { release(); }
+
+// In the order shutdown() keeps: the engine (its thread uses the ring, the memory and the network), the
+// local memory (it unpins the windows the network maps), the network; then the ring's CUDA memory.
+void proxy_runtime::release() noexcept {
   try {
-    if (engine_) {
-      engine_.reset();  // stops the thread without a collective: the job is failing or ending
-      memory_.reset();
-      net_.reset();
-    }
+    engine_.reset();  // stops the thread without a collective: the job is failing or ending
+    memory_.reset();
+    net_.reset();
   } catch (const std::exception& e) {
     SHOAL_LOG_WARN(base, "proxy shutdown: {}", e.what());
   }
   memory_.reset();
-  if (channel_) SHOAL_CUDA_LOG(cudaFree(channel_));
-  if (owners_) SHOAL_CUDA_LOG(cudaFree(owners_));
-  if (head_) SHOAL_CUDA_LOG(cudaFree(head_));
-  if (shared_) SHOAL_CUDA_LOG(cudaFreeHost(shared_));
+  if (channel_) SHOAL_CUDA_LOG(cudaFree(std::exchange(channel_, nullptr)));
+  if (owners_) SHOAL_CUDA_LOG(cudaFree(std::exchange(owners_, nullptr)));
+  if (head_) SHOAL_CUDA_LOG(cudaFree(std::exchange(head_, nullptr)));
+  if (shared_) SHOAL_CUDA_LOG(cudaFreeHost(std::exchange(shared_, nullptr)));
 }
 
 void proxy_runtime::heap_grew(std::uint64_t bytes) noexcept {

@@ -51,7 +51,12 @@ class proxy_runtime {
   std::unique_ptr<proxy_engine> engine_;
   bool lends_from_window_ = false;  // payload buffers are in the network's window (open_payload_windows)
   int peer_windows_ = 0;            // peers' windows pinned here for the copy engines
+  // The constructor's work; what it made before a throw is released by release().
+  void set_up(std::byte* heap_base, std::uint64_t heap_bytes, std::uint64_t heap_mapped, int device);
   void open_payload_windows();
+  // Frees whatever of the above exists, without a collective and without throwing: the destructor, and a
+  // constructor that throws (whose destructor never runs).
+  void release() noexcept;
 };
 
 }  // namespace shoal::detail

@@ -78,33 +78,14 @@ class cuda_local_memory final : public local_memory {
  public:
   cuda_local_memory(std::byte* heap_base, std::uint64_t heap_bytes, int device, const payload_buffers& lendable)
       : base_(heap_base), bytes_(heap_bytes), device_(device) {
-    bind();
-    int least = 0, greatest = 0;
-    SHOAL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    // High priority: the CTAs of an atomic or signal kernel go ahead of queued work of user kernels.
-    SHOAL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
-    SHOAL_CUDA_CHECK(cudaMallocHost(&old_values_, kOldSlots * sizeof(std::uint64_t)));
-    SHOAL_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
-    if (lendable.count != 0 && lendable.bytes != 0) {
-      SHOAL_CUDA_CHECK(cudaMallocHost(&lend_storage_, lendable.count * lendable.bytes));
-      lendable_ = payload_pool(lend_storage_, lendable.bytes, lendable.count);
+    try {
+      set_up(lendable);
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws: a failed init leaks nothing
+      throw;
     }
-    // Load the kernels now: with lazy module loading, a first launch while a kernel of the PE spins
-    // waiting for this proxy would wait for that kernel to end, and it never would.
-    cudaFuncAttributes attributes{};
-    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, atomic_kernel));
-    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, signal_add_kernel));
   }
-  ~cuda_local_memory() override {
-    SHOAL_CUDA_LOG(cudaStreamSynchronize(stream_));
-    for (const batch& b : batches_) events_.push_back(b.done);
-    for (cudaEvent_t e : events_) SHOAL_CUDA_LOG(cudaEventDestroy(e));
-    SHOAL_CUDA_LOG(cudaStreamDestroy(stream_));
-    SHOAL_CUDA_LOG(cudaFreeHost(old_values_));
-    SHOAL_CUDA_LOG(cudaFreeHost(staging_));
-    if (lend_storage_) SHOAL_CUDA_LOG(cudaFreeHost(lend_storage_));
-    for (const void* p : pinned_) SHOAL_CUDA_LOG(cudaHostUnregister(const_cast<void*>(p)));
-  }
+  ~cuda_local_memory() override { release(); }
 
   std::uint64_t heap_bytes() const noexcept override { return bytes_; }
 
@@ -240,6 +221,43 @@ class cuda_local_memory final : public local_memory {
  private:
   static constexpr std::size_t kOldSlots = 4096;
   static constexpr std::size_t kStagingBytes = std::size_t{32} << 20;
+
+  // The constructor's work; what it made before a throw is released by release().
+  void set_up(const payload_buffers& lendable) {
+    bind();
+    int least = 0, greatest = 0;
+    SHOAL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    // High priority: the CTAs of an atomic or signal kernel go ahead of queued work of user kernels.
+    SHOAL_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    SHOAL_CUDA_CHECK(cudaMallocHost(&old_values_, kOldSlots * sizeof(std::uint64_t)));
+    SHOAL_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+    if (lendable.count != 0 && lendable.bytes != 0) {
+      SHOAL_CUDA_CHECK(cudaMallocHost(&lend_storage_, lendable.count * lendable.bytes));
+      lendable_ = payload_pool(lend_storage_, lendable.bytes, lendable.count);
+    }
+    // Load the kernels now: with lazy module loading, a first launch while a kernel of the PE spins
+    // waiting for this proxy would wait for that kernel to end, and it never would.
+    cudaFuncAttributes attributes{};
+    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, atomic_kernel));
+    SHOAL_CUDA_CHECK(cudaFuncGetAttributes(&attributes, signal_add_kernel));
+  }
+
+  // Frees whatever this object holds, each only once: the destructor, and a constructor that throws (whose
+  // destructor never runs). The stream is drained first: copies on it may still read staging or write the
+  // old-value slots.
+  void release() noexcept {
+    if (stream_) SHOAL_CUDA_LOG(cudaStreamSynchronize(stream_));
+    for (const batch& b : batches_) SHOAL_CUDA_LOG(cudaEventDestroy(b.done));
+    batches_.clear();
+    for (cudaEvent_t e : events_) SHOAL_CUDA_LOG(cudaEventDestroy(e));
+    events_.clear();
+    if (stream_) SHOAL_CUDA_LOG(cudaStreamDestroy(std::exchange(stream_, nullptr)));
+    if (old_values_) SHOAL_CUDA_LOG(cudaFreeHost(std::exchange(old_values_, nullptr)));
+    if (staging_) SHOAL_CUDA_LOG(cudaFreeHost(std::exchange(staging_, nullptr)));
+    if (lend_storage_) SHOAL_CUDA_LOG(cudaFreeHost(std::exchange(lend_storage_, nullptr)));
+    for (const void* p : pinned_) SHOAL_CUDA_LOG(cudaHostUnregister(const_cast<void*>(p)));
+    pinned_.clear();
+  }
 
   struct staged_read {
     void* to;
