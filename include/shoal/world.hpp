@@ -18,7 +18,8 @@ inline constexpr int kNoDevice = -2;    // host-only world: bootstrap and host c
 struct init_options {
   // Where PEs find each other. Null: detected from the launcher's environment (make_bootstrap_from_env).
   std::unique_ptr<shoal::bootstrap> bootstrap;
-  // The CUDA device this PE uses, kAutoDevice, or kNoDevice.
+  // The CUDA device this PE uses, kAutoDevice, or kNoDevice. Every PE passes kNoDevice or none does: init
+  // checks first, and throws shoal::error(errc::invalid_argument) on every PE naming those that differ.
   int device = kAutoDevice;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "base/config.hpp"
@@ -104,6 +105,44 @@ void setup_device(world::impl& w, int requested) {
   SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w.local_index), local.size() * sizeof(std::int32_t)));
   SHOAL_CUDA_CHECK(
       cudaMemcpy(w.local_index, local.data(), local.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+}
+
+// What every PE tells the others first in init, before any step that only some PEs take: a PE with a device
+// goes on to the heap's collective calls, one with kNoDevice to none, so a job that mixes the two would fail
+// later with a bootstrap error (or a timeout) that does not name the cause.
+struct init_vote {
+  std::int32_t node;
+  std::int32_t has_device;  // 0: kNoDevice
+};
+
+// PE numbers for a message: the first few, then how many more.
+std::string pe_list(const std::vector<int>& pes) {
+  constexpr std::size_t kNamed = 8;
+  std::string text;
+  for (std::size_t i = 0; i < pes.size() && i < kNamed; ++i) text += fmt::format("{}{}", i == 0 ? "" : ", ", pes[i]);
+  if (pes.size() > kNamed) text += fmt::format(" and {} more", pes.size() - kNamed);
+  return text;
+}
+
+// Collective over all PEs: gathers every PE's node, and throws shoal::error(errc::invalid_argument) on every
+// PE when some pass kNoDevice and others do not, naming the PEs whose choice differs from PE 0's.
+void agree_at_init(world::impl& w, int device) {
+  const int n = w.boot->n_pes();
+  const init_vote mine{.node = w.boot->node(), .has_device = device != kNoDevice ? 1 : 0};
+  std::vector<init_vote> all(static_cast<std::size_t>(n));
+  w.boot->all_gather(&mine, all.data(), sizeof(init_vote));
+  w.node_of.resize(std::size_t(n));
+  std::vector<int> differ;
+  for (int pe = 0; pe < n; ++pe) {
+    w.node_of[std::size_t(pe)] = all[std::size_t(pe)].node;
+    if (all[std::size_t(pe)].has_device != all[0].has_device) differ.push_back(pe);
+  }
+  if (!differ.empty())
+    throw error(errc::invalid_argument, "shoal::init",
+                fmt::format("PE{} {} passed {} and PE 0 {} (init_options::device): every PE passes kNoDevice, or "
+                            "none does; no world was created",
+                            differ.size() == 1 ? "" : "s", pe_list(differ), all[0].has_device ? "kNoDevice" : "a device",
+                            all[0].has_device ? "a device" : "kNoDevice"));
 }
 
 // PEs on other nodes are reached through the proxy when the build has a network; without one, init
@@ -428,9 +467,7 @@ world init(init_options options) {
   detail::set_log_pe(state->boot->pe());
   // Nothing reads a SHOAL_* variable the table lacks: say so, or a misspelt one leaves a default in force unseen.
   for (const std::string& warning : detail::unknown_variable_warnings()) SHOAL_LOG_WARN(base, "{}", warning);
-  state->node_of.resize(std::size_t(state->boot->n_pes()));
-  const int my_node = state->boot->node();
-  state->boot->all_gather(&my_node, state->node_of.data(), sizeof(int));
+  agree_at_init(*state, options.device);
   // Across nodes the proxy thread makes CUDA calls that running kernels may wait for; a kernel's first
   // launch under lazy loading waits for running kernels, so the two can deadlock. Load eagerly, unless
   // the user chose; this takes effect only if CUDA has not started in this process yet (else start_proxy
