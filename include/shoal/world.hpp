@@ -39,6 +39,8 @@ class world {
   // Collective: meets the other PEs, then unmaps the heap.
   ~world();
 
+  // A world that was moved from has no PE: pe() is -1, n_pes() 0, device() kNoDevice and work_queues() 0,
+  // and every other call (and any function given it) throws shoal::error(errc::invalid_argument) naming it.
   int pe() const noexcept;
   int n_pes() const noexcept;
   int device() const noexcept;  // the CUDA device, or kNoDevice
@@ -46,7 +48,7 @@ class world {
   // else 8, or 2 for a client of MPS; 0 without a device. Across nodes the proxy needs one to itself while
   // kernels wait for other nodes (docs/proxy-design.md, "Hardware work queues").
   int work_queues() const noexcept;
-  shoal::bootstrap& bootstrap() const noexcept;
+  shoal::bootstrap& bootstrap() const;
 
   // ---- symmetric heap. Every call below is collective over all PEs, in the same order with the same
   // arguments everywhere (checked: a mismatch throws shoal::error on every PE and changes nothing).
@@ -85,9 +87,15 @@ class world {
   shoal::device_handle device_handle() const;
 
   struct impl;
-  impl& internals() const noexcept { return *impl_; }
+  impl& internals() const { return live("shoal::world"); }
 
  private:
+  // The runtime, or shoal::error(errc::invalid_argument) naming `call` when this world was moved from.
+  impl& live(const char* call) const {
+    if (!impl_) throw_moved_from(call);
+    return *impl_;
+  }
+  [[noreturn]] static void throw_moved_from(const char* call);
   // align(alignment, count * size) for malloc_array; when count * size overflows, shoal::error(invalid_argument)
   // on every PE (it still takes part in the collective call, so no PE is left waiting in it).
   void* align_array(std::size_t alignment, std::size_t count, std::size_t size);

@@ -64,8 +64,8 @@ void vote(world::impl& w, bool ok, const std::string& why, const char* call) {
 }  // namespace
 
 void world::register_buffer(void* p, std::size_t bytes) {
-  impl& w = *impl_;
   const char* call = "shoal::world::register_buffer";
+  impl& w = live(call);
   w.require_device(call);
   if (w.registrations.size() >= std::size_t(detail::registration_table::kCapacity))
     throw error(errc::invalid_argument, call,
@@ -139,8 +139,8 @@ void world::register_buffer(void* p, std::size_t bytes) {
 }
 
 void world::unregister_buffer(void* p) {
-  impl& w = *impl_;
   const char* call = "shoal::world::unregister_buffer";
+  impl& w = live(call);
   w.require_device(call);
   auto it = std::find_if(w.registrations.begin(), w.registrations.end(),
                          [&](const impl::registration& r) { return r.base == p; });

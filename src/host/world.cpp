@@ -314,15 +314,22 @@ void pair_streams::destroy() noexcept {
       if (e) SHOAL_CUDA_LOG(cudaEventDestroy(std::exchange(e, nullptr)));
 }
 
-int world::pe() const noexcept { return impl_->boot->pe(); }
-int world::n_pes() const noexcept { return impl_->boot->n_pes(); }
-int world::device() const noexcept { return impl_->device; }
-int world::work_queues() const noexcept { return impl_->work_queues.count; }
-shoal::bootstrap& world::bootstrap() const noexcept { return *impl_->boot; }
+void world::throw_moved_from(const char* call) {
+  throw error(errc::invalid_argument, call,
+              "this world was moved from: it has no PE and no heap (use the world it was moved to)");
+}
 
-void* world::malloc(std::size_t bytes) { return align(256, bytes); }
+int world::pe() const noexcept { return impl_ ? impl_->boot->pe() : -1; }
+int world::n_pes() const noexcept { return impl_ ? impl_->boot->n_pes() : 0; }
+int world::device() const noexcept { return impl_ ? impl_->device : kNoDevice; }
+int world::work_queues() const noexcept { return impl_ ? impl_->work_queues.count : 0; }
+shoal::bootstrap& world::bootstrap() const { return *live("shoal::world::bootstrap").boot; }
 
-void* world::align(std::size_t alignment, std::size_t bytes) { return impl_->align(alignment, bytes); }
+void* world::malloc(std::size_t bytes) { return live("shoal::world::malloc").align(256, bytes); }
+
+void* world::align(std::size_t alignment, std::size_t bytes) {
+  return live("shoal::world::align").align(alignment, bytes);
+}
 
 namespace {
 
@@ -362,10 +369,10 @@ void* world::impl::align(std::size_t alignment, std::size_t bytes) {
   return allocate(*this, alignment, bytes, refusal);
 }
 
-void* world::calloc(std::size_t count, std::size_t size) { return impl_->calloc(count, size); }
+void* world::calloc(std::size_t count, std::size_t size) { return live("shoal::world::calloc").calloc(count, size); }
 
 void* world::align_array(std::size_t alignment, std::size_t count, std::size_t size) {
-  return impl_->align_array(alignment, count, size, "shoal::world::malloc_array");
+  return live("shoal::world::malloc_array").align_array(alignment, count, size, "shoal::world::malloc_array");
 }
 
 void* world::impl::align_array(std::size_t alignment, std::size_t count, std::size_t size, const char* call) {
@@ -386,7 +393,7 @@ void* world::impl::calloc(std::size_t count, std::size_t size) {
   return p;
 }
 
-void world::free(void* p) { impl_->free(p); }
+void world::free(void* p) { live("shoal::world::free").free(p); }
 
 void world::impl::free(void* p) {
   impl& w = *this;
@@ -422,21 +429,23 @@ void world::impl::free(void* p) {
 }
 
 void* world::ptr(const void* p, int pe) const {
-  impl_->check_pe(pe, "shoal::world::ptr");
+  const impl& w = live("shoal::world::ptr");
+  w.check_pe(pe, "shoal::world::ptr");
   try {
-    return impl_->reachable(p, 0, pe, "shoal::world::ptr");
+    return w.reachable(p, 0, pe, "shoal::world::ptr");
   } catch (const error& e) {
-    if (e.category() == errc::unsupported && impl_->device != kNoDevice) return nullptr;  // another node
+    if (e.category() == errc::unsupported && w.device != kNoDevice) return nullptr;  // another node
     throw;
   }
 }
 
 heap_stats world::heap_usage() const {
-  impl_->require_device("shoal::world::heap_usage");
-  return {impl_->allocator->used(), impl_->heap->mapped(), impl_->heap->max_size(), impl_->heap->chunk_size()};
+  const impl& w = live("shoal::world::heap_usage");
+  w.require_device("shoal::world::heap_usage");
+  return {w.allocator->used(), w.heap->mapped(), w.heap->max_size(), w.heap->chunk_size()};
 }
 
-shoal::device_handle world::device_handle() const { return impl_->device_handle(); }
+shoal::device_handle world::device_handle() const { return live("shoal::world::device_handle").device_handle(); }
 
 shoal::device_handle world::impl::device_handle() const {
   const impl& w = *this;

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "shoal/bootstrap.hpp"
@@ -68,6 +69,47 @@ TEST(WorldInit, PesThatDisagreeAboutKNoDeviceAllFailNamingThem) {
 // Every PE host-only: init succeeds without a GPU.
 TEST(WorldInit, EveryPeHostOnly) {
   for (const init_end& end : init_pes({kNoDevice, kNoDevice})) EXPECT_EQ(end.what, "");
+}
+
+// A world that was moved from has no PE: its accessors say so and its calls throw naming themselves. They
+// used to dereference the null runtime and crash.
+TEST(WorldMovedFrom, AccessorsSayNoPeAndCallsThrowNamingThemselves) {
+  world from = init({.bootstrap = make_bootstrap(make_unique_id(), 0, 1), .device = kNoDevice});
+  world to = std::move(from);
+  EXPECT_EQ(to.pe(), 0);
+  EXPECT_EQ(to.n_pes(), 1);
+  EXPECT_EQ(from.pe(), -1);
+  EXPECT_EQ(from.n_pes(), 0);
+  EXPECT_EQ(from.device(), kNoDevice);
+  EXPECT_EQ(from.work_queues(), 0);
+  auto expect_refused = [](const char* call, auto&& body) {
+    try {
+      body();
+      ADD_FAILURE() << call << " did not throw";
+    } catch (const error& e) {
+      EXPECT_EQ(e.category(), errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(call), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("moved from"), std::string::npos) << e.what();
+    }
+  };
+  int word = 0;
+  expect_refused("shoal::world::bootstrap", [&] { from.bootstrap(); });
+  expect_refused("shoal::world::malloc", [&] { from.malloc(64); });
+  expect_refused("shoal::world::calloc", [&] { from.calloc(4, 16); });
+  expect_refused("shoal::world::align", [&] { from.align(512, 64); });
+  expect_refused("shoal::world::malloc_array", [&] { from.malloc_array<double>(8); });
+  expect_refused("shoal::world::free", [&] { from.free(nullptr); });
+  expect_refused("shoal::world::register_buffer", [&] { from.register_buffer(&word, sizeof word); });
+  expect_refused("shoal::world::unregister_buffer", [&] { from.unregister_buffer(&word); });
+  expect_refused("shoal::world::ptr", [&] { from.ptr(&word, 0); });
+  expect_refused("shoal::world::heap_usage", [&] { from.heap_usage(); });
+  expect_refused("shoal::world::device_handle", [&] { from.device_handle(); });
+  expect_refused("shoal::world", [&] { from.internals(); });  // what every function given a world goes through
+  // Moved back, it works again; the one now moved from refuses.
+  from = std::move(to);
+  EXPECT_EQ(from.n_pes(), 1);
+  EXPECT_NO_THROW(from.bootstrap().barrier());
+  expect_refused("shoal::world::bootstrap", [&] { to.bootstrap(); });
 }
 
 }  // namespace
