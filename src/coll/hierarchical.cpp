@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include "base/config.hpp"
@@ -39,24 +40,18 @@ hierarchical_plan plan_hierarchical_reduce(const coll_model_table& table, node_s
   return best;
 }
 
-int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count) {
-  constexpr const char* kVariable = "SHOAL_HIERARCHICAL_CHUNKS";
-  int chunks = 0;
-  if (const char* text = std::getenv(kVariable); text != nullptr && *text != '\0') {
-    const std::int64_t forced = parse_integer(kVariable, text);
-    if (forced < 0 || forced > kMaxHierarchicalChunks)
-      throw error(
-          errc::config, kVariable,
-          fmt::format("'{}' is out of range: expected 0..{} (0: the model's choice)", text, kMaxHierarchicalChunks));
-    chunks = static_cast<int>(forced);
-  }
-  if (chunks == 0) chunks = plan_hierarchical_reduce(table, shape, bytes).chunks;
+int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count,
+                        std::int64_t forced) {
+  if (forced < 0 || forced > kMaxHierarchicalChunks)
+    throw error(errc::config, "SHOAL_HIERARCHICAL_CHUNKS",
+                fmt::format("{} is out of range: expected 0..{} (0: the model's choice)", forced, kMaxHierarchicalChunks));
+  const int chunks = forced != 0 ? static_cast<int>(forced) : plan_hierarchical_reduce(table, shape, bytes).chunks;
   return static_cast<int>(
       std::min<std::size_t>(static_cast<std::size_t>(chunks), std::max<std::size_t>(share_count, 1)));
 }
 
-int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_count) {
-  return hierarchical_chunks(active_coll_model(), shape, bytes, share_count);
+int hierarchical_chunks(const team& t, node_shape shape, std::size_t bytes, std::size_t share_count) {
+  return hierarchical_chunks(active_coll_model(), shape, bytes, share_count, t.internals().cfg.hierarchical_chunks);
 }
 
 bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
@@ -74,16 +69,22 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
       forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
   const bool forced_hierarchical = !forced.empty() && names_host_composition(collective::reduce, forced);
   if (!forced.empty() && !forced_hierarchical) return false;
-  // Its two streams' waiting work and the proxy's stream need a queue each (host/work_queues.hpp).
-  const detail::work_queue_count& queues = w.internals().work_queues;
-  if (queues.count < kHierarchicalWorkQueues) {
+  // Its two streams' waiting work and the proxy's stream need a queue each (host/work_queues.hpp), on every PE:
+  // judged from the fewest any PE has (agreed at init), so that no PE runs hierarchically while another runs flat.
+  const world::impl& wi = w.internals();
+  if (wi.fewest_work_queues < kHierarchicalWorkQueues) {
     if (!forced_hierarchical) return false;
+    const std::string whose =
+        wi.fewest_work_queues_pe == w.pe()
+            ? fmt::format("this process (PE {}) has {} ({})", w.pe(), wi.work_queues.count, wi.work_queues.source)
+            : fmt::format("PE {} has {}", wi.fewest_work_queues_pe, wi.fewest_work_queues);
     throw error(errc::unsupported, "shoal::reduce_on_stream",
-                fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues and this "
-                            "process has {} ({}), so its kernels would wait for the proxy forever; set "
-                            "CUDA_DEVICE_MAX_CONNECTIONS to at least {}, as shoal::init advises across nodes (one more "
-                            "for a stream of yours that waits; docs/proxy-design.md, \"Hardware work queues\")",
-                            forced, kHierarchicalWorkQueues, queues.count, queues.source, kHierarchicalWorkQueues + 1));
+                fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues on every "
+                            "PE and {}, so its kernels would wait for the proxy forever; set "
+                            "CUDA_DEVICE_MAX_CONNECTIONS to at least {} on every PE, as shoal::init advises across "
+                            "nodes (one more for a stream of yours that waits; docs/proxy-design.md, \"Hardware work "
+                            "queues\")",
+                            forced, kHierarchicalWorkQueues, whose, kHierarchicalWorkQueues + 1));
   }
   if (forced_hierarchical) return true;
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};

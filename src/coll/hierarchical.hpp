@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "shoal/coll_model.hpp"
@@ -35,19 +36,23 @@ struct hierarchical_plan {
 double flat_reduce_us(const coll_model_table& table, node_shape shape, std::size_t bytes);
 hierarchical_plan plan_hierarchical_reduce(const coll_model_table& table, node_shape shape, std::size_t bytes);
 
-// SHOAL_HIERARCHICAL_CHUNKS read now (1..kMaxHierarchicalChunks forces that many chunks; unset or 0: the
-// plan's), never more than `share_count` (every chunk gives each PE at least one element). Throws
-// shoal::error(errc::config) naming the variable for a value out of range.
-int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count);
-// The same with the active model (tuning.hpp's active_coll_model), for the kernels' translation units.
-int hierarchical_chunks(node_shape shape, std::size_t bytes, std::size_t share_count);
+// The chunks a call of `bytes` is cut into: `forced` when it is 1..kMaxHierarchicalChunks, the plan's when it is 0,
+// never more than `share_count` (every chunk gives each PE at least one element). Throws
+// shoal::error(errc::config) naming SHOAL_HIERARCHICAL_CHUNKS for a value out of range.
+int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count,
+                        std::int64_t forced);
+// The same for a call on `t` (the world team) with the active model (tuning.hpp's active_coll_model) and the
+// SHOAL_HIERARCHICAL_CHUNKS that init read: never the environment of the moment, which a PE may have changed on
+// its own, and which the other PEs would not follow into a different sequence of calls.
+int hierarchical_chunks(const team& t, node_shape shape, std::size_t bytes, std::size_t share_count);
 
 // Whether reduce_on_stream(t, dst, src, count, ...) runs hierarchically: t is the world team, its PEs span
 // nodes with m >= 2 consecutively numbered PEs on each, the call uses all of the team's channels, dst and
 // src do not overlap, count >= m; and SHOAL_ALGO_REDUCE says hierarchical, or it is unset (or auto) and the
-// model predicts hierarchical faster. Any other forced algorithm runs flat. With fewer hardware work queues
-// than kHierarchicalWorkQueues (host/work_queues.hpp) the model's choice is flat, and a forced hierarchical
-// throws shoal::error(unsupported) naming the variable to set: it would wait for the proxy forever.
+// model predicts hierarchical faster. Any other forced algorithm runs flat. When any PE has fewer hardware work
+// queues than kHierarchicalWorkQueues (host/work_queues.hpp; the fewest is agreed at init, so every PE decides
+// alike) the model's choice is flat, and a forced hierarchical throws shoal::error(unsupported) naming that PE and
+// the variable to set: it would wait for the proxy forever.
 bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
                          std::size_t element_bytes);
 

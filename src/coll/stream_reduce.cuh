@@ -125,7 +125,7 @@ void reduce_hierarchically(const team& t, T* dst, const T* src, std::size_t coun
   const std::size_t m = static_cast<std::size_t>(node.size()), r = static_cast<std::size_t>(node.my_index());
   const std::size_t q = count / m, rest = count - q * m;
   const node_shape shape{.gpus_per_node = node.size(), .nodes = across.size()};
-  const std::size_t chunks = static_cast<std::size_t>(hierarchical_chunks(shape, count * sizeof(T), q));
+  const std::size_t chunks = static_cast<std::size_t>(hierarchical_chunks(t, shape, count * sizeof(T), q));
   network_pipeline pipe(t, stream);
   T* gather_next = nullptr;  // the chunk whose all-gather is due, and each PE's share of it
   std::size_t gather_share = 0;

@@ -34,13 +34,14 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
 
 std::uint64_t collective_settings_digest(const coll_model_table& table, const algo_getenv_fn& getenv_fn,
                                          std::uint64_t copy_engine_bytes, std::uint64_t channels,
-                                         std::uint64_t scratch_bytes) {
+                                         std::uint64_t scratch_bytes, std::int64_t hierarchical_chunks) {
   std::string text = format_coll_model(table);  // every field, as the table file would hold it
   for (int c = 0; c < kCollectiveCount; ++c) {
     const auto coll = static_cast<collective>(c);
     text += fmt::format("{} = '{}'\n", algo_variable(coll), forced_algorithm(coll, getenv_fn));
   }
-  text += fmt::format("ce_bytes = {}\nchannels = {}\nscratch_bytes = {}\n", copy_engine_bytes, channels, scratch_bytes);
+  text += fmt::format("ce_bytes = {}\nchannels = {}\nscratch_bytes = {}\nhierarchical_chunks = {}\n", copy_engine_bytes,
+                      channels, scratch_bytes, hierarchical_chunks);
   std::uint64_t digest = 14695981039346656037ull;  // 64-bit FNV-1a
   for (const char ch : text) digest = (digest ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   return digest;

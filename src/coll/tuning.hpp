@@ -14,12 +14,13 @@ coll_tuning make_tuning(const coll_model_table& table, int n_pes, const algo_get
 
 // A digest of the settings that decide, alike on every member, which algorithm and which path a call takes: the
 // model's table (SHOAL_COLL_MODEL), the SHOAL_ALGO_* values as the model reads them (unset, blank and "auto" are
-// one value), the copy-engine threshold (SHOAL_COLL_CE_BYTES) and the team state's channels and scratch. Team
+// one value), the copy-engine threshold (SHOAL_COLL_CE_BYTES), the team state's channels and scratch, and the
+// hierarchical all-reduce's chunk count (SHOAL_HIERARCHICAL_CHUNKS, as init read it). Team
 // creation compares it across PEs: members that chose differently ran different algorithms against each other
 // in one call, which hung until the wait timeout or, as one_shot against direct, left wrong results silently.
 std::uint64_t collective_settings_digest(const coll_model_table& table, const algo_getenv_fn& getenv_fn,
                                          std::uint64_t copy_engine_bytes, std::uint64_t channels,
-                                         std::uint64_t scratch_bytes);
+                                         std::uint64_t scratch_bytes, std::int64_t hierarchical_chunks);
 
 // The table the library uses: SHOAL_COLL_MODEL's file when set, else the built-in defaults.
 const coll_model_table& active_coll_model();

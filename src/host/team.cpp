@@ -80,9 +80,10 @@ creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes,
     if (all[pe].settings != all[0].settings)
       throw error(errc::config, call,
                   fmt::format("PE {} has collective settings other than PE 0's (SHOAL_ALGO_*, the SHOAL_COLL_MODEL "
-                              "table, SHOAL_COLL_CE_BYTES, SHOAL_TEAM_CHANNELS or SHOAL_TEAM_SCRATCH_BYTES), so the "
-                              "members would run different algorithms in one call; set them alike on every PE (a "
-                              "launcher may pass the environment only to the PEs of its own node)",
+                              "table, SHOAL_COLL_CE_BYTES, SHOAL_TEAM_CHANNELS, SHOAL_TEAM_SCRATCH_BYTES or "
+                              "SHOAL_HIERARCHICAL_CHUNKS), so the members would run different algorithms in one call; "
+                              "set them alike on every PE (a launcher may pass the environment only to the PEs of its "
+                              "own node)",
                               pe));
   return {largest, std::max(fewest_sms, 1), any_spans};
 }
@@ -116,7 +117,7 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
     copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
     detail::check_team_scratch_bytes(scratch);
     settings = detail::collective_settings_digest(detail::active_coll_model(), getenv_fn, copy_engine_bytes_,
-                                                  std::uint64_t(channels), scratch);
+                                                  std::uint64_t(channels), scratch, cfg.hierarchical_chunks);
   } catch (const error&) {
     request_ok = false;
     failure = std::current_exception();

@@ -145,6 +145,18 @@ void agree_at_init(world::impl& w, int device) {
                             all[0].has_device ? "a device" : "kNoDevice"));
 }
 
+// Collective over all PEs (each with a device): the fewest work queues any PE has. CUDA_DEVICE_MAX_CONNECTIONS
+// and MPS are per process, so PEs may differ; a choice made from this PE's own count alone would send some PEs
+// into the hierarchical all-reduce and leave others flat, and the job would hang.
+void agree_on_work_queues(world::impl& w) {
+  const std::int32_t mine = w.work_queues.count;
+  std::vector<std::int32_t> all(static_cast<std::size_t>(w.boot->n_pes()));
+  w.boot->all_gather(&mine, all.data(), sizeof mine);
+  const auto fewest = std::min_element(all.begin(), all.end());
+  w.fewest_work_queues = *fewest;
+  w.fewest_work_queues_pe = int(fewest - all.begin());
+}
+
 // PEs on other nodes are reached through the proxy when the build has a network; without one, init
 // still succeeds (node-local work runs) and calls to other nodes fail with a clear error.
 void start_proxy(world::impl& w) {
@@ -485,6 +497,7 @@ world init(init_options options) {
   if (options.device != kNoDevice) {
     try {
       setup_device(*state, options.device);
+      agree_on_work_queues(*state);
     } catch (...) {
       state->release_cuda_resources();  // a failed init (the heap larger than the GPU, say) leaks nothing
       throw;

@@ -57,6 +57,10 @@ struct world::impl {
   std::unique_ptr<shoal::bootstrap> boot;
   int device = kNoDevice;
   detail::work_queue_count work_queues;  // read at init (host/work_queues.hpp); count 0 without a device
+  // The fewest work queues of any PE, and the first PE with that few: agreed at init, so that choices that
+  // depend on them (the hierarchical all-reduce: coll/hierarchical.hpp) come out alike on every PE.
+  int fewest_work_queues = 0;
+  int fewest_work_queues_pe = -1;
 
   // Present when device != kNoDevice.
   std::unique_ptr<detail::symmetric_heap> heap;

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/config.hpp"
 #include "coll/hierarchical.hpp"
 #include "coll/stream_common.hpp"
 #include "coll/tuning.hpp"
@@ -136,7 +138,7 @@ TEST(CollTuning, ChannelViews) {
 TEST(CollTuning, SettingsDigestChangesWithWhatDecidesTheAlgorithm) {
   const coll_model_table table;
   constexpr std::uint64_t kCe = std::uint64_t{32} << 20, kChannels = 128, kScratch = 16384;
-  const std::uint64_t base = collective_settings_digest(table, no_env, kCe, kChannels, kScratch);
+  const std::uint64_t base = collective_settings_digest(table, no_env, kCe, kChannels, kScratch, 0);
   std::map<std::string, std::string> env;
   auto getenv_fn = [&env](const char* name) -> const char* {
     auto it = env.find(name);
@@ -144,25 +146,28 @@ TEST(CollTuning, SettingsDigestChangesWithWhatDecidesTheAlgorithm) {
   };
   for (const char* model : {"auto", " auto ", "", "   "}) {
     env["SHOAL_ALGO_FCOLLECT"] = model;
-    EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), base) << "'" << model << "'";
+    EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0), base) << "'" << model << "'";
   }
   env["SHOAL_ALGO_FCOLLECT"] = "one_shot";
-  const std::uint64_t forced = collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch);
+  const std::uint64_t forced = collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0);
   EXPECT_NE(forced, base);
   env["SHOAL_ALGO_FCOLLECT"] = " one_shot\t";
-  EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
+  EXPECT_EQ(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0), forced);
   env["SHOAL_ALGO_FCOLLECT"] = "direct";
-  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0), forced);
   env = {{"SHOAL_ALGO_ALLTOALL", "one_shot"}};  // the same value for another collective
-  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), forced);
-  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch), base);
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0), forced);
+  EXPECT_NE(collective_settings_digest(table, getenv_fn, kCe, kChannels, kScratch, 0), base);
 
   coll_model_table calibrated;
   calibrated.step_us = 4.5;
-  EXPECT_NE(collective_settings_digest(calibrated, no_env, kCe, kChannels, kScratch), base);
-  EXPECT_NE(collective_settings_digest(table, no_env, 0, kChannels, kScratch), base);
-  EXPECT_NE(collective_settings_digest(table, no_env, kCe, 64, kScratch), base);
-  EXPECT_NE(collective_settings_digest(table, no_env, kCe, kChannels, 2 * kScratch), base);
+  EXPECT_NE(collective_settings_digest(calibrated, no_env, kCe, kChannels, kScratch, 0), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, 0, kChannels, kScratch, 0), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, kCe, 64, kScratch, 0), base);
+  EXPECT_NE(collective_settings_digest(table, no_env, kCe, kChannels, 2 * kScratch, 0), base);
+  // SHOAL_HIERARCHICAL_CHUNKS: PEs that cut the hierarchical all-reduce differently call the node and network
+  // phases in different sequences and hang.
+  EXPECT_NE(collective_settings_digest(table, no_env, kCe, kChannels, kScratch, 4), base);
 }
 
 // SHOAL_ALGO_REDUCE=hierarchical names the host's composition (coll/hierarchical.hpp), not a kernel: the
@@ -213,31 +218,46 @@ TEST(CollTuning, HierarchicalPlanPipelinesLargeCalls) {
   EXPECT_LE(large.chunks, kMaxHierarchicalChunks);
 }
 
-// SHOAL_HIERARCHICAL_CHUNKS forces the chunk count, read at each call; 0 or unset is the plan's; no chunk
-// is left without an element of each PE's share; out of range is a config error naming the variable.
-TEST(CollTuning, HierarchicalChunksFollowTheVariable) {
+// SHOAL_HIERARCHICAL_CHUNKS as init read it forces the chunk count; 0 is the plan's; no chunk is left without
+// an element of each PE's share; out of range is a config error naming the variable. The environment of the
+// moment plays no part: a PE that changed it on its own would cut the call differently from the others.
+TEST(CollTuning, HierarchicalChunksFollowTheSettingReadAtInit) {
   const coll_model_table table;
   const node_shape shape{.gpus_per_node = 2, .nodes = 2};
   const std::uint64_t bytes = 256ull << 20;
-  ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
   const int planned = plan_hierarchical_reduce(table, shape, bytes).chunks;
-  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8), planned);
-  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, 3), std::min(planned, 3));
-  ::setenv("SHOAL_HIERARCHICAL_CHUNKS", "0", 1);
-  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8), planned);
-  ::setenv("SHOAL_HIERARCHICAL_CHUNKS", "5", 1);
-  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 8), 5);
-  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 2), 2);
-  for (const char* bad : {"17", "-1", "many"}) {
-    ::setenv("SHOAL_HIERARCHICAL_CHUNKS", bad, 1);
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8, 0), planned);
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, 3, 0), std::min(planned, 3));
+  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 8, 5), 5);
+  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 2, 5), 2);
+  ::setenv("SHOAL_HIERARCHICAL_CHUNKS", "3", 1);
+  EXPECT_EQ(hierarchical_chunks(table, shape, bytes, bytes / 8, 0), planned);
+  EXPECT_EQ(hierarchical_chunks(table, shape, 64, 8, 5), 5);
+  ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
+  for (const std::int64_t bad : {17, -1}) {
     try {
-      hierarchical_chunks(table, shape, bytes, bytes / 8);
+      hierarchical_chunks(table, shape, bytes, bytes / 8, bad);
       ADD_FAILURE() << bad << " was accepted";
     } catch (const shoal::error& e) {
       EXPECT_NE(std::string(e.what()).find("SHOAL_HIERARCHICAL_CHUNKS"), std::string::npos) << e.what();
     }
   }
-  ::unsetenv("SHOAL_HIERARCHICAL_CHUNKS");
+  // What init reads: the configuration table holds it to 0..16.
+  for (const char* bad : {"17", "-1", "many"}) {
+    const auto getenv_fn = [bad](const char* name) -> const char* {
+      return std::string_view(name) == "SHOAL_HIERARCHICAL_CHUNKS" ? bad : nullptr;
+    };
+    try {
+      config::load(getenv_fn);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const shoal::error& e) {
+      EXPECT_NE(std::string(e.what()).find("SHOAL_HIERARCHICAL_CHUNKS"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(config::load([](const char* name) -> const char* {
+              return std::string_view(name) == "SHOAL_HIERARCHICAL_CHUNKS" ? "7" : nullptr;
+            }).hierarchical_chunks,
+            7);
 }
 
 // On-stream calls give each CTA a few KiB within a node; across nodes every CTA's share costs proxy

@@ -8,7 +8,9 @@
 // beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past what is
 // mapped (which no device check can tell from a live address) must be refused by the proxy, naming the range.
 // And team-outlives-world, no misuse: a team destroyed after its world must let go of it (exit 0) rather than
-// free its state in the finalized heap.
+// free its state in the finalized heap. And work-queues-differ (4 PEs on 2 nodes, e.g. SHOAL_EMULATE_NODES=2, with
+// SHOAL_ALGO_REDUCE=hierarchical): PE 1 starts with fewer hardware work queues than the hierarchical all-reduce
+// needs, and the all-reduce must be refused on every PE, naming PE 1 (exit 0).
 // Exits 77 (skip) without a GPU, or for the modes across nodes when PE 1 is reachable by load/store.
 #include <chrono>
 #include <cstdio>
@@ -115,6 +117,36 @@ int team_outlives_world() {
   return detached ? 0 : 1;  // t's destructor runs here, after the world's
 }
 
+// PE 1 has 2 hardware work queues, the others 8 (CUDA_DEVICE_MAX_CONNECTIONS, set before init; set on every PE,
+// so that MPS's default of 2 does not apply). The choice of the hierarchical all-reduce must come out alike on
+// every PE: each refuses the forced form, naming PE 1. Judged from each PE's own count, PE 1 refused while the
+// others went into the hierarchical form and waited for it. Exits 0 when this PE refused naming PE 1, else 1.
+int work_queues_differ() {
+  const char* rank = std::getenv("SHOAL_RANK");
+  ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", rank != nullptr && std::atoi(rank) == 1 ? "2" : "8", 1);
+  shoal::world w = shoal::init();
+  const int m = shoal::node_team(w).size(), nodes = shoal::same_local_rank_team(w).size();
+  if (m < 2 || nodes < 2 || m * nodes != w.n_pes()) {
+    std::printf("SKIP: needs the PEs across nodes with at least 2 on each (4 PEs with SHOAL_EMULATE_NODES=2)\n");
+    return 77;
+  }
+  constexpr std::size_t kCount = std::size_t{1} << 20;
+  auto* src = static_cast<float*>(w.calloc(kCount, sizeof(float)));
+  auto* dst = static_cast<float*>(w.calloc(kCount, sizeof(float)));
+  bool refused = false;
+  try {
+    shoal::reduce_on_stream(shoal::world_team(w), dst, src, kCount, shoal::reduce_op::sum, nullptr);
+    std::printf("PE %d ran the all-reduce (%s)\n", w.pe(), cudaGetErrorString(cudaStreamSynchronize(nullptr)));
+  } catch (const shoal::error& e) {
+    refused = std::strstr(e.what(), "PE 1") != nullptr;
+    std::printf("PE %d refused: %s\n", w.pe(), e.what());
+  }
+  std::fflush(stdout);
+  w.free(dst);
+  w.free(src);
+  return refused ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +157,7 @@ int main(int argc, char** argv) {
   }
   const char* mode = argc > 1 ? argv[1] : "";
   if (std::strcmp(mode, "team-outlives-world") == 0) return team_outlives_world();
+  if (std::strcmp(mode, "work-queues-differ") == 0) return work_queues_differ();
   shoal::world w = shoal::init();
   if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
   auto* sym = static_cast<int*>(w.calloc(512, sizeof(int)));
@@ -152,7 +185,7 @@ int main(int argc, char** argv) {
     beyond_mapped_kernel<<<1, 1>>>(w.device_handle(), sym);
   else {
     std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
-                 "beyond-mapped-across-nodes|team-outlives-world\n", argv[0]);
+                 "beyond-mapped-across-nodes|team-outlives-world|work-queues-differ\n", argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

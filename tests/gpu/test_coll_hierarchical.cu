@@ -15,6 +15,7 @@
 #include "coll/hierarchical.hpp"
 #include "gpu_env.hpp"
 #include "host/work_queues.hpp"
+#include "host/world_impl.hpp"
 
 namespace shoal::gpu_test {
 namespace {
@@ -36,6 +37,20 @@ class scoped_env {
  private:
   const char* name_;
   std::optional<std::string> old_;
+};
+
+// Sets the chunk count that init read from SHOAL_HIERARCHICAL_CHUNKS for a scope (on every PE alike: the calls
+// read it, not the environment), then puts back what was there.
+class scoped_chunks {
+ public:
+  scoped_chunks(world& w, std::int64_t chunks) : cfg_(w.internals().cfg), old_(cfg_.hierarchical_chunks) {
+    cfg_.hierarchical_chunks = chunks;
+  }
+  ~scoped_chunks() { cfg_.hierarchical_chunks = old_; }
+
+ private:
+  detail::config& cfg_;
+  std::int64_t old_;
 };
 
 std::vector<std::int32_t> pe_values(int pe, std::size_t count, std::uint64_t salt) {
@@ -80,7 +95,7 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
   if (m < 2 || nodes < 2 || m * nodes != n)
     GTEST_SKIP() << "needs the PEs across nodes with at least 2 on each; this job has " << nodes << " node(s) of " << m
                  << " PE(s) (try 4 PEs with SHOAL_EMULATE_NODES=2)";
-  if (w.work_queues() < detail::kHierarchicalWorkQueues) {
+  if (w.internals().fewest_work_queues < detail::kHierarchicalWorkQueues) {
     // Too few queues for its streams and the proxy's: the model must not pick it, and forcing it must say why
     // instead of hanging.
     auto* buf = static_cast<std::int32_t*>(w.malloc(2 * 4096 * sizeof(std::int32_t)));
@@ -90,20 +105,21 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
       EXPECT_THROW(detail::runs_hierarchically(t, {}, buf, buf + 4096, 4096, 4), shoal::error);
     }
     w.free(buf);
-    GTEST_SKIP() << "this process has " << w.work_queues() << " hardware work queues; the hierarchical all-reduce "
+    GTEST_SKIP() << "PE " << w.internals().fewest_work_queues_pe << " has " << w.internals().fewest_work_queues
+                 << " hardware work queues; the hierarchical all-reduce "
                  << "needs " << detail::kHierarchicalWorkQueues << " (set CUDA_DEVICE_MAX_CONNECTIONS; under MPS "
                  << "the default is 2)";
   }
   const scoped_env force("SHOAL_ALGO_REDUCE", "hierarchical");
   std::uint64_t salt = 0;
   // Unpipelined, in 3 uneven chunks, in 16, and as the model plans it.
-  for (const char* chunks : {"1", "3", "16", "0"}) {
-    const scoped_env pipeline("SHOAL_HIERARCHICAL_CHUNKS", chunks);
+  for (const int chunks : {1, 3, 16, 0}) {
+    const scoped_chunks pipeline(w, chunks);
     for (const std::size_t count : {std::size_t(m), std::size_t(m) * 1000 + 1,
                                     std::size_t(m) * 12288 + std::size_t(m) - 1, std::size_t{1} << 20}) {
       for (const reduce_op op : {reduce_op::sum, reduce_op::max}) {
         SCOPED_TRACE("count " + std::to_string(count) + (op == reduce_op::sum ? " sum" : " max") + ", chunks " +
-                     chunks);
+                     std::to_string(chunks));
         ++salt;
         auto* src = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
         auto* dst = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
