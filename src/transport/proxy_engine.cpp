@@ -353,8 +353,8 @@ bool proxy_engine_core::pump() {
       }
       const bool put = item.kind == proxy_wire_kind::put_data;
       proxy_outgoing* out = stage(pe, kProxyRequestHandler, h, put ? n : 0);
-      if (put && r.local_is_inline)  // the data came in the descriptor (n == r.size <= 8)
-        std::memcpy(out->payload, &r.local, n);
+      if (put && r.local_is_inline)  // the data came in the descriptor: this chunk's bytes of its r.size <= 8
+        std::memcpy(out->payload, reinterpret_cast<const std::byte*>(&r.local) + item.next, n);
       else if (put)
         memory_.read(local_ref{r.local + item.next, r.local_is_address, r.local_is_host}, out->payload, n);
       if (n != 0) count(n_chunks_);

@@ -190,9 +190,10 @@ INSTANTIATE_TEST_SUITE_P(ProxyEngine, LargeTransfers,
 
 // Puts and put_signals of 0 to 8 bytes whose data rides in the descriptor (local_is_inline, as kernels post
 // them) land byte-exact at odd offsets, to the peer and to the PE itself, and leave the bytes around them
-// alone; the signal of a put_signal lands too.
-TEST(ProxyEngine, InlinePutsLandExactly) {
-  engine_job job({.n_pes = 2, .heap_bytes = 1 << 16, .seed = 8});
+// alone; the signal of a put_signal lands too. `chunk_bytes` below 8 cuts the inline data into chunks too:
+// each must carry its own part of it.
+void check_inline_puts(std::uint64_t chunk_bytes) {
+  engine_job job({.n_pes = 2, .heap_bytes = 1 << 16, .engine = {.chunk_bytes = chunk_bytes}, .seed = 8});
   job.start();
   std::mt19937_64 rng(21);
   for (int target : {1, 0}) {
@@ -224,6 +225,17 @@ TEST(ProxyEngine, InlinePutsLandExactly) {
     }
   }
   job.stop_all();
+}
+
+TEST(ProxyEngine, InlinePutsLandExactly) { check_inline_puts(kProxyChunkBytes); }
+
+// Chunks of 3 and 1 bytes: an 8-byte inline put travels as 3 + 3 + 2 (or 8 x 1) put_data messages. Each
+// used to carry the first bytes of the data again.
+TEST(ProxyEngine, InlinePutsCutIntoSmallChunksLandExactly) {
+  for (const std::uint64_t chunk_bytes : {std::uint64_t{3}, std::uint64_t{1}}) {
+    SCOPED_TRACE(fmt::format("chunks of {} bytes", chunk_bytes));
+    check_inline_puts(chunk_bytes);
+  }
 }
 
 // ---- put_signal order ----
