@@ -82,11 +82,11 @@ void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
       enter(nullptr);
     } catch (const error& e) {
       // A throwing network or memory leaves the engine's state unknown: record it and end the thread.
-      enter(nullptr);
+      leave_failed();
       fail(e.category(), -1, std::nullopt, e.what());
       return;
     } catch (const std::exception& e) {
-      enter(nullptr);
+      leave_failed();
       fail(errc::internal, -1, std::nullopt, e.what());
       return;
     }
@@ -98,6 +98,13 @@ void proxy_engine_core::run(const std::atomic<bool>& stop_requested) {
       std::this_thread::yield();
     }
   }
+}
+
+// The thread ends on a failure: it is in no step, and a flush it left outstanding will never be settled, so
+// the watchdog must not blame the CUDA stream for it (the failure itself is what gets reported).
+void proxy_engine_core::leave_failed() noexcept {
+  enter(nullptr);
+  flush_began_.store(0, std::memory_order_relaxed);
 }
 
 std::optional<proxy_stall> proxy_engine_core::stall(proxy_clock::time_point now,

@@ -175,6 +175,7 @@ class proxy_engine_core {
   void enter(const char* step) { step_.store(step, std::memory_order_release); }
   // When the oldest flush not yet seen complete began (flushing_.front()); 0 when none is outstanding.
   std::atomic<proxy_clock::rep> flush_began_{0};
+  void leave_failed() noexcept;  // the thread ends on a failure: no step, and no flush it will settle
   proxy_clock::time_point next_probe_{};
 
   mutable std::mutex failure_mutex_;

@@ -171,6 +171,36 @@ TEST(ProxyEngineFaults, PeerThatDiesOwingRepliesIsFoundByTheProbe) {
       << log;
 }
 
+// An engine whose thread ends on a failure while a flush is outstanding never settles that flush: its watchdog
+// must not go on timing it and blame the CUDA stream (it did, with a warning about the stream's copies and
+// hardware work queues, while the real failure was elsewhere). PE 1 has no engine, so the memory that fails
+// is PE 0's: its second flush begins while the first is held, and throws.
+TEST(ProxyEngineFaults, EngineThatFailsReportsNoStalledFlush) {
+  std::atomic<bool> held{true}, fail_next{false};
+  engine_job job({.engines = 1,
+                  .before_flush_begin =
+                      [&] {
+                        if (fail_next.exchange(false)) throw error(errc::system, "test memory", "flush_begin failed");
+                      },
+                  .flushes_held = [&] { return held.load(); },
+                  .seed = 11});
+  job.start();
+  ASSERT_EQ(proxy_host_post(job[0].ring, kHeldPut, kPatience).status, proxy_status::ok);
+  ASSERT_TRUE(eventually([&] {
+    const std::optional<proxy_stall> s = job[0].engine->stall(std::chrono::milliseconds(1));
+    return s && s->flush;
+  }));
+  fail_next = true;
+  proxy_request second = kHeldPut;
+  second.remote_offset += 128;
+  ASSERT_EQ(proxy_host_post(job[0].ring, second, kPatience).status, proxy_status::ok);
+  ASSERT_TRUE(eventually([&] { return job[0].engine->failed(); }));
+  EXPECT_NE(std::string(failure_of(*job[0].engine).what()).find("flush_begin failed"), std::string::npos);
+  EXPECT_FALSE(job[0].engine->stall(std::chrono::milliseconds(0)).has_value())
+      << "the failed engine's watchdog still times the flush it left";
+  held = false;
+}
+
 TEST(ProxyEngineFaults, MessageThatDoesNotDecodeIsReportedNamingItsSender) {
   // PE 2 has no engine: the test speaks for it through its network.
   engine_job job({.n_pes = 3, .engines = 2, .seed = 2});
