@@ -4,8 +4,9 @@
 # a short summary table is printed last. Uses an existing build (SHOAL_BUILD_DIR, default build/release).
 # The tier also runs with its 2 PEs on 2 emulated nodes (every peer through the proxy), and its team tests
 # with 3 PEs on 2 uneven emulated nodes (SKIP_ACROSS_NODES=1 leaves both out); the heap tests run with 2 MiB
-# chunks under a limit of 256 open files, the examples at 2 PEs, and (with 2 GPUs or more) a PE that dies
-# across emulated nodes.
+# chunks under a limit of 256 open files, the examples at 2 PEs, a team destroyed after its world, the
+# hierarchical all-reduce refused alike at 4 PEs on 2 emulated nodes when one PE has too few work queues,
+# and (with 2 GPUs or more) a PE that dies across emulated nodes.
 # Knobs: GTEST_FILTER, SKIP_TESTS=1 (perf only), SKIP_PERF=1, PERF_SUITE (default quick), PERF_ARGS,
 # PERF_TAG (log and JSON file names, to run several suites into one $OUT), PERF_TIMEOUT (seconds, default
 # 500), PERF_PES (PEs of the perf run, default 2; e.g. PES="1 2 4 8" PERF_PES=8 PERF_SUITE=coll on a
@@ -40,7 +41,7 @@ SHOALRUN=$BUILD/bin/shoalrun
 source scripts/gpu-sharing.sh
 trap mps_stop EXIT
 most_pes=2
-for n in ${PES:-1 2} ${PERF_PES:-2} ${SANITIZE:+${SANITIZE_PES:-1}} 3; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
+for n in ${PES:-1 2} ${PERF_PES:-2} ${SANITIZE:+${SANITIZE_PES:-1}} 3 4; do [ "$n" -gt "$most_pes" ] && most_pes=$n; done
 mps_start_for $most_pes
 
 summary=()
@@ -144,6 +145,18 @@ done
 if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 1 ]; then
   run_step "team outlives its world" "probe_team_outlives_world.txt" -- launch 2 --timeout 60 -- \
     "$BUILD/bin/shoal_gpu_debug_probe" team-outlives-world
+fi
+# 4 PEs on 2 emulated nodes, PE 1 with fewer hardware work queues than the hierarchical all-reduce needs: a
+# forced hierarchical all-reduce is refused on every PE naming PE 1 (exit 0), not on PE 1 alone. Needs UCX.
+if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 1 ] && [ "${SKIP_ACROSS_NODES:-0}" != 1 ]; then
+  start=$SECONDS
+  SHOAL_EMULATE_NODES=2 SHOAL_ALGO_REDUCE=hierarchical CUDA_MODULE_LOADING=EAGER SHOAL_WAIT_TIMEOUT=10 \
+    launch 4 --timeout 90 -- "$BUILD/bin/shoal_gpu_debug_probe" work-queues-differ > "$OUT/probe_work_queues.txt" 2>&1
+  rc=$?
+  if grep -q "SKIP\|no proxy transport" "$OUT/probe_work_queues.txt"; then
+    record "work queues differ" skip $((SECONDS - start)) "no network in this build"
+  elif [ $rc -eq 0 ]; then record "work queues differ" pass $((SECONDS - start)) "every PE refused naming PE 1"
+  else record "work queues differ" FAIL $((SECONDS - start)) "rc=$rc"; fi
 fi
 cat "$OUT"/probe_*.txt > "$OUT/probes.log" 2>/dev/null && rm -f "$OUT"/probe_*.txt
 
