@@ -41,14 +41,15 @@ class team {
 
   // Created, not destroyed, and its world not finalized.
   bool valid() const noexcept { return world_ != nullptr && !world_alive_.expired(); }
-  bool member() const noexcept { return handle_.index >= 0; }
-  int size() const noexcept { return handle_.layout.size; }
-  int my_index() const noexcept { return handle_.index; }  // -1 on a PE outside the team
-  team_layout layout() const noexcept { return handle_.layout; }
+  // The queries below report no members once the team is destroyed or its world finalized.
+  bool member() const noexcept { return queried().index >= 0; }
+  int size() const noexcept { return queried().layout.size; }
+  int my_index() const noexcept { return queried().index; }  // -1 on a PE outside the team
+  team_layout layout() const noexcept { return queried().layout; }
   // World PE of member `index`, or -1.
-  int pe_of(int index) const noexcept { return handle_.layout.pe_at(index); }
+  int pe_of(int index) const noexcept { return queried().layout.pe_at(index); }
   // OpenSHMEM team_translate_pe: the index in `to` of this team's member `index`, or -1.
-  int translate(int index, const team& to) const noexcept { return handle_.layout.translate(index, to.layout()); }
+  int translate(int index, const team& to) const noexcept { return queried().layout.translate(index, to.layout()); }
 
   // The view kernels take by value. Throws shoal::error for a destroyed or default-constructed team.
   team_handle device_handle() const;
@@ -70,6 +71,9 @@ class team {
   std::uint64_t copy_engine_bytes() const noexcept { return copy_engine_bytes_; }
 
  private:
+  inline static const team_handle no_team_{};
+  const team_handle& queried() const noexcept { return valid() ? handle_ : no_team_; }
+
   world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
   std::weak_ptr<const void> world_alive_;  // expires when that world finalizes (world::impl::alive)
   team_handle handle_{};
