@@ -74,7 +74,7 @@ class team {
   inline static const team_handle no_team_{};
   const team_handle& queried() const noexcept { return valid() ? handle_ : no_team_; }
 
-  world::impl* world_ = nullptr;  // the world's runtime, which stays put when the world object moves
+  world::impl* world_ = nullptr;           // the world's runtime, which stays put when the world object moves
   std::weak_ptr<const void> world_alive_;  // expires when that world finalizes (world::impl::alive)
   team_handle handle_{};
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch

@@ -554,8 +554,8 @@ void hub::loop::fail(errc category, std::string message, connection* also) {
     std::lock_guard lock(shared.mutex);
     shared.failure = wire::failure{category, message};
   }
-  failure_message = std::make_shared<const std::vector<std::byte>>(
-      wire::encode_failure({category, std::move(message)}));
+  failure_message =
+      std::make_shared<const std::vector<std::byte>>(wire::encode_failure({category, std::move(message)}));
   // A connection that has not said hello yet stays open: once its hello shows it is a PE of this job it is
   // told the failure too (on_hello), rather than seeing PE 0 close on it. The listener stays open for the
   // same reason, so a PE that comes late in the delivery window hears why instead of finding no hub.

@@ -43,8 +43,9 @@ hierarchical_plan plan_hierarchical_reduce(const coll_model_table& table, node_s
 int hierarchical_chunks(const coll_model_table& table, node_shape shape, std::size_t bytes, std::size_t share_count,
                         std::int64_t forced) {
   if (forced < 0 || forced > kMaxHierarchicalChunks)
-    throw error(errc::config, "SHOAL_HIERARCHICAL_CHUNKS",
-                fmt::format("{} is out of range: expected 0..{} (0: the model's choice)", forced, kMaxHierarchicalChunks));
+    throw error(
+        errc::config, "SHOAL_HIERARCHICAL_CHUNKS",
+        fmt::format("{} is out of range: expected 0..{} (0: the model's choice)", forced, kMaxHierarchicalChunks));
   const int chunks = forced != 0 ? static_cast<int>(forced) : plan_hierarchical_reduce(table, shape, bytes).chunks;
   return static_cast<int>(
       std::min<std::size_t>(static_cast<std::size_t>(chunks), std::max<std::size_t>(share_count, 1)));

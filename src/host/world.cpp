@@ -138,11 +138,12 @@ void agree_at_init(world::impl& w, int device) {
     if (all[std::size_t(pe)].has_device != all[0].has_device) differ.push_back(pe);
   }
   if (!differ.empty())
-    throw error(errc::invalid_argument, "shoal::init",
-                fmt::format("PE{} {} passed {} and PE 0 {} (init_options::device): every PE passes kNoDevice, or "
-                            "none does; no world was created",
-                            differ.size() == 1 ? "" : "s", pe_list(differ), all[0].has_device ? "kNoDevice" : "a device",
-                            all[0].has_device ? "a device" : "kNoDevice"));
+    throw error(
+        errc::invalid_argument, "shoal::init",
+        fmt::format("PE{} {} passed {} and PE 0 {} (init_options::device): every PE passes kNoDevice, or "
+                    "none does; no world was created",
+                    differ.size() == 1 ? "" : "s", pe_list(differ), all[0].has_device ? "kNoDevice" : "a device",
+                    all[0].has_device ? "a device" : "kNoDevice"));
 }
 
 // Collective over all PEs (each with a device): the fewest work queues any PE has. CUDA_DEVICE_MAX_CONNECTIONS

@@ -86,9 +86,9 @@ TEST(Config, TableNamesAreUpperCaseAndUnique) {
 // name, naming that one; other variables, the table's own, and SHOAL_* names far from every table name
 // (other programs' own) pass without a word.
 TEST(Config, UnknownVariablesAreNamedWithTheOneTheyMayMean) {
-  const std::vector<const char*> environment = {"PATH=/usr/bin",        "SHOAL_HEAP_SIZE=1G", "SHOAL_HEAP_SIZ=4G",
-                                                "shoal_log_level=info", "NOT_SHOAL_X=1",      "SHOAL_WAIT_TIMOUT=5",
-                                                "SHOAL_MY_OWN_TOOL_SETTING=1"};
+  const std::vector<const char*> environment = {
+      "PATH=/usr/bin", "SHOAL_HEAP_SIZE=1G",  "SHOAL_HEAP_SIZ=4G",          "shoal_log_level=info",
+      "NOT_SHOAL_X=1", "SHOAL_WAIT_TIMOUT=5", "SHOAL_MY_OWN_TOOL_SETTING=1"};
   const std::vector<std::string> warnings = unknown_variable_warnings(environment);
   ASSERT_EQ(warnings.size(), 3u);
   auto says = [&](std::size_t i, const char* text) {
@@ -101,10 +101,10 @@ TEST(Config, UnknownVariablesAreNamedWithTheOneTheyMayMean) {
   says(2, "did you mean SHOAL_WAIT_TIMEOUT?");
   // What shoal's own tools, scripts and tests read beside the table: a warning on every PE of every such run
   // would be noise.
-  const std::vector<const char*> ours = {"SHOAL_COMMIT=abc",        "SHOAL_PERF_PLOT_SCRIPT=p", "SHOAL_PERF_NCCL=1",
-                                         "SHOAL_PERF_NVSHMEM=1",    "SHOAL_PERF_ARGS=x",        "SHOAL_BUILD_DIR=b",
-                                         "SHOAL_MP_SCENARIO=exit:1", "SHOAL_MP_FILE_ROOM=6",    "SHOAL_TEST_MARKER=1",
-                                         "SHOAL_TEST_SHARED_SCRATCH=1"};
+  const std::vector<const char*> ours = {
+      "SHOAL_COMMIT=abc",    "SHOAL_PERF_PLOT_SCRIPT=p",   "SHOAL_PERF_NCCL=1",        "SHOAL_PERF_NVSHMEM=1",
+      "SHOAL_PERF_ARGS=x",   "SHOAL_BUILD_DIR=b",          "SHOAL_MP_SCENARIO=exit:1", "SHOAL_MP_FILE_ROOM=6",
+      "SHOAL_TEST_MARKER=1", "SHOAL_TEST_SHARED_SCRATCH=1"};
   for (const std::string& w : unknown_variable_warnings(ours)) ADD_FAILURE() << w;
   std::vector<const char*> table_only;
   for (const config_var& var : config_table()) table_only.push_back(var.name);

@@ -332,15 +332,27 @@ void check_vector_waits(unsigned threads) {
 
 // wait_until_some waits on its count: a word that compared true and changed back before a second look
 // must not make it return 0. CTA 1 toggles word 0 between 1 and 0 while CTA 0 waits for == 1, many times.
-__global__ void some_under_toggling(device_handle h, unsigned long long* words, int* stop, int rounds,
+// flags[0]: CTA 0 is done; flags[1]: CTA 1 has started. *zero_returns is kNeverStarted when CTA 1 did not start
+// within 5 s of CTA 0 (the waits below need it beside CTA 0: that is the GPU's scheduling, not the wait's).
+constexpr unsigned long long kNeverStarted = ~0ull;
+__global__ void some_under_toggling(device_handle h, unsigned long long* words, int* flags, int rounds,
                                     unsigned long long* zero_returns) {
   if (threadIdx.x != 0) return;
-  cuda::atomic_ref<int, cuda::thread_scope_device> stopped(*stop);
+  cuda::atomic_ref<int, cuda::thread_scope_device> stopped(flags[0]), started(flags[1]);
   if (blockIdx.x == 1) {
+    started.store(1, cuda::memory_order_relaxed);
     cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> word(words[0]);
     for (unsigned long long v = 1; stopped.load(cuda::memory_order_relaxed) == 0; v ^= 1)
       word.store(v, cuda::memory_order_relaxed);
     return;
+  }
+  const std::uint64_t since = detail::global_timer_ns();
+  while (started.load(cuda::memory_order_relaxed) == 0) {
+    if (detail::global_timer_ns() - since > 5'000'000'000ull) {
+      *zero_returns = kNeverStarted;
+      stopped.store(1, cuda::memory_order_relaxed);
+      return;
+    }
   }
   std::size_t indices[2];
   unsigned long long zeros = 0;
@@ -354,18 +366,21 @@ TEST(Wait, SomeReturnsAtLeastOneWhileWordsChange) {
   SHOAL_REQUIRE_WORLD(1);
   shoal::world& w = *the_world();
   auto* words = static_cast<unsigned long long*>(w.calloc(2, sizeof(unsigned long long)));  // word 1 stays 0
-  int* stop = nullptr;
+  int* flags = nullptr;
   unsigned long long* zeros = nullptr;
-  CUDA_OK(cudaMalloc(&stop, sizeof(int)));
-  CUDA_OK(cudaMemset(stop, 0, sizeof(int)));
+  CUDA_OK(cudaMalloc(&flags, 2 * sizeof(int)));
+  CUDA_OK(cudaMemset(flags, 0, 2 * sizeof(int)));
   CUDA_OK(cudaMalloc(&zeros, sizeof(unsigned long long)));
-  some_under_toggling<<<2, 32>>>(w.device_handle(), words, stop, 100000, zeros);
+  some_under_toggling<<<2, 32>>>(w.device_handle(), words, flags, 100000, zeros);
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
-  unsigned long long got = ~0ull;
+  unsigned long long got = 1;
   CUDA_OK(cudaMemcpy(&got, zeros, sizeof got, cudaMemcpyDeviceToHost));
-  EXPECT_EQ(got, 0u) << "wait_until_some returned 0 indices this many times out of 100000";
-  CUDA_OK(cudaFree(stop));
+  if (got == kNeverStarted)
+    ADD_FAILURE() << "the toggling CTA never ran beside the waiting one (5 s): no wait was tested";
+  else
+    EXPECT_EQ(got, 0u) << "wait_until_some returned 0 indices this many times out of 100000";
+  CUDA_OK(cudaFree(flags));
   CUDA_OK(cudaFree(zeros));
   barrier_all(w);
   w.free(words);

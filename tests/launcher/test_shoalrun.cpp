@@ -504,45 +504,21 @@ TEST_P(forwarded_signal, reaches_every_rank_and_shoalrun_ends) {
   expect_all_gone(probe_pids(r.out));
 }
 
-// A process that has ended, whether or not its new parent has reaped it yet.
-bool has_ended(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
+// The state letter of /proc/<pid>/stat ('T' when stopped by a signal, 'Z' or 'X' once ended), or '?'.
+char process_state(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);
   std::size_t name_end = line.rfind(')');  // the state follows the command name in parentheses
-  return name_end != std::string::npos && name_end + 2 < line.size() &&
-         (line[name_end + 2] == 'Z' || line[name_end + 2] == 'X');
+  return name_end != std::string::npos && name_end + 2 < line.size() ? line[name_end + 2] : '?';
 }
 
-// What a rank's background helper does before it writes its pid and sleeps: nothing, or ignore SIGTERM.
-class helper_of_a_failed_rank : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(helper_of_a_failed_rank, is_stopped_with_the_job) {
-  // Rank 1 starts a helper in its process group, waits until the helper is set up and fails; rank 0 runs
-  // until the job is stopped.
-  temp_dir dir;
-  const std::string pid_file = dir.str() + "/helper.pid";
-  const std::string script = "if [ \"$SHOAL_RANK\" = 1 ]; then sh -c '" + GetParam() +
-                             "echo $$ > \"$0\"; exec sleep 777' \"$0\" & "
-                             "while [ ! -s \"$0\" ]; do sleep 0.05; done; exit 3; fi; exec sleep 600";
-  run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", script, pid_file});
-  EXPECT_EQ(r.exit_code, 3) << describe(r);
-  pid_t helper = 0;
-  std::ifstream(pid_file) >> helper;
-  ASSERT_GT(helper, 0) << describe(r);
-  // Bound generously: the helper has had its signals before shoalrun returned.
-  auto give_up = steady::now() + std::chrono::seconds(3);
-  while (!has_ended(helper) && steady::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  bool ended = has_ended(helper);
-  if (!ended) ::kill(helper, SIGKILL);  // not left behind by a failing test
-  EXPECT_TRUE(ended) << "the helper " << helper << " outlived the job\n" << describe(r);
+// A process that has ended, whether or not its new parent has reaped it yet.
+bool has_ended(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  const char state = process_state(pid);
+  return state == 'Z' || state == 'X';
 }
-
-INSTANTIATE_TEST_SUITE_P(helpers, helper_of_a_failed_rank, ::testing::Values("", "trap \"\" TERM; "),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return std::string(info.param.empty() ? "plain" : "ignoring_sigterm");
-                         });
 
 // Waits (at most 3 s) until `pid` has ended; kills it if not, so that a failing test leaves nothing behind.
 bool ends_soon(pid_t pid) {
@@ -553,27 +529,40 @@ bool ends_soon(pid_t pid) {
   return ended;
 }
 
-TEST(helper_of_a_successful_job, is_stopped_with_the_job) {
+// Rank 1 starts a helper in its process group (which first runs `helper_prelude`), waits until the helper is
+// set up, then runs `rank1_then`; rank 0 runs `rank0`. The job must exit with `exit_code`, and the helper must
+// not outlive it: it has had its signals before shoalrun returned (the wait is generous).
+void expect_helper_stopped(const std::string& helper_prelude, const std::string& rank1_then, const std::string& rank0,
+                           int exit_code) {
   temp_dir dir;
   const std::string pid_file = dir.str() + "/helper.pid";
-  const std::string script = "if [ \"$SHOAL_RANK\" = 1 ]; then sh -c 'echo $$ > \"$0\"; exec sleep 777' \"$0\" & "
-                             "while [ ! -s \"$0\" ]; do sleep 0.05; done; fi; exit 0";
+  const std::string script = "if [ \"$SHOAL_RANK\" = 1 ]; then sh -c '" + helper_prelude +
+                             "echo $$ > \"$0\"; exec sleep 777' \"$0\" & "
+                             "while [ ! -s \"$0\" ]; do sleep 0.05; done; " +
+                             rank1_then + "; fi; " + rank0;
   run_result r = run_shoalrun({"-n", "2", "--", "/bin/sh", "-c", script, pid_file});
-  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.exit_code, exit_code) << describe(r);
   pid_t helper = 0;
   std::ifstream(pid_file) >> helper;
   ASSERT_GT(helper, 0) << describe(r);
   EXPECT_TRUE(ends_soon(helper)) << "the helper " << helper << " outlived the job\n" << describe(r);
 }
 
-// The state letter of /proc/<pid>/stat: 'T' when stopped by a signal.
-char process_state(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  std::size_t name_end = line.rfind(')');
-  return name_end != std::string::npos && name_end + 2 < line.size() ? line[name_end + 2] : '?';
+// What a rank's background helper does before it writes its pid and sleeps: nothing, or ignore SIGTERM.
+class helper_of_a_failed_rank : public ::testing::TestWithParam<std::string> {};
+
+// Rank 1 fails once its helper is set up; rank 0 runs until the job is stopped.
+TEST_P(helper_of_a_failed_rank, is_stopped_with_the_job) {
+  expect_helper_stopped(GetParam(), "exit 3", "exec sleep 600", 3);
 }
+
+INSTANTIATE_TEST_SUITE_P(helpers, helper_of_a_failed_rank, ::testing::Values("", "trap \"\" TERM; "),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::string(info.param.empty() ? "plain" : "ignoring_sigterm");
+                         });
+
+// Every rank succeeds; what rank 1 left behind gets SIGTERM when the job ends.
+TEST(helper_of_a_successful_job, is_stopped_with_the_job) { expect_helper_stopped("", "exit 0", "exit 0", 0); }
 
 // Polls (at most 5 s) until every one of `pids` is in `state` (or, with `negate`, none is).
 bool all_reach(const std::vector<pid_t>& pids, char state, bool negate = false) {

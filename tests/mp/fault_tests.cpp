@@ -273,8 +273,8 @@ void send_hello(int s, int pe, int n_pes) {
 }
 
 // A PE whose connection the hub accepted but whose hello comes after the job failed, and one that connects
-// only then (while the hub still delivers the failure), must both hear why the job failed. The hub used to close the first at once and stop listening,
-// so each ended up blaming PE 0.
+// only then (while the hub still delivers the failure), must both hear why the job failed. The hub used to close the
+// first at once and stop listening, so each ended up blaming PE 0.
 TEST(BootstrapFaults, PesThatSayHelloAfterTheFailureHearIt) {
   job_env job{.n_pes = 4, .scenario = "init_only", .timeout = "5"};
   process_group hub_pe;

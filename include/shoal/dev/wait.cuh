@@ -219,11 +219,16 @@ __device__ inline bool any_unmasked(const int* status, std::size_t n) {
   return false;
 }
 
-template <typename Test>
-__device__ inline auto wait_for_test(const device_handle& h, const char* what, const void* ivars, Test test_now) {
+// Spins until test_now() returns non-zero; past the timeout, reports the condition (the first word's last value
+// stands for the vector's) and traps.
+template <typename T, typename Test>
+__device__ inline auto wait_for_test(const device_handle& h, const char* what, const T* ivars, cmp op, T value,
+                                     Test test_now) {
   decltype(test_now()) result{};
   bool ok = spin_until([&] { return (result = test_now()) != decltype(result){}; }, h.wait_timeout_ns);
-  if (!ok) report_wait_timeout(h, what, ivars, 0, "(any of the vector)", 0);
+  if (!ok)
+    report_wait_timeout(h, what, ivars, static_cast<unsigned long long>(load_acquire(ivars)), to_string(op),
+                        static_cast<unsigned long long>(value));
   return result;
 }
 }  // namespace detail
@@ -233,8 +238,8 @@ template <typename T>
 __device__ inline std::size_t wait_until_any(const device_handle& h, const T* ivars, std::size_t n, const int* status,
                                              cmp op, T value) {
   if (!detail::any_unmasked(status, n)) return SIZE_MAX;
-  return detail::wait_for_test(h, "wait_until_any", ivars,
-                               [&] { return test_any(h, ivars, n, status, op, value) + 1; }) -
+  return detail::wait_for_test(h, "wait_until_any (any word of the vector; the first word's value shown)", ivars, op,
+                               value, [&] { return test_any(h, ivars, n, status, op, value) + 1; }) -
          1;
 }
 
@@ -245,8 +250,8 @@ template <typename T>
 __device__ inline std::size_t wait_until_some(const device_handle& h, const T* ivars, std::size_t n,
                                               std::size_t* indices, const int* status, cmp op, T value) {
   if (!detail::any_unmasked(status, n)) return 0;
-  return detail::wait_for_test(h, "wait_until_some", ivars,
-                               [&] { return test_some(h, ivars, n, indices, status, op, value); });
+  return detail::wait_for_test(h, "wait_until_some (any word of the vector; the first word's value shown)", ivars, op,
+                               value, [&] { return test_some(h, ivars, n, indices, status, op, value); });
 }
 
 template <typename Scope, typename T>
