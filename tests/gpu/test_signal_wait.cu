@@ -332,23 +332,34 @@ void check_vector_waits(unsigned threads) {
 
 // wait_until_some waits on its count: a word that compared true and changed back before a second look
 // must not make it return 0. CTA 1 toggles word 0 between 1 and 0 while CTA 0 waits for == 1, many times.
+// The two CTAs need each other resident at once, so the kernel is launched cooperatively (CUDA refuses the
+// launch rather than run them in turn), and neither spins without a bound: each gives up on the other after
+// kPartnerWait, so a scheduling failure reads as one, not as a hang or a wait timeout.
 // flags[0]: CTA 0 is done; flags[1]: CTA 1 has started. *zero_returns is kNeverStarted when CTA 1 did not start
-// within 5 s of CTA 0 (the waits below need it beside CTA 0: that is the GPU's scheduling, not the wait's).
+// in time, kWaiterGone when CTA 0 did not finish before CTA 1 gave up.
 constexpr unsigned long long kNeverStarted = ~0ull;
+constexpr unsigned long long kWaiterGone = ~0ull - 1;
+constexpr std::uint64_t kPartnerWait = 30'000'000'000ull;  // ns; the 100000 waits take well under a second
 __global__ void some_under_toggling(device_handle h, unsigned long long* words, int* flags, int rounds,
                                     unsigned long long* zero_returns) {
   if (threadIdx.x != 0) return;
   cuda::atomic_ref<int, cuda::thread_scope_device> stopped(flags[0]), started(flags[1]);
+  const std::uint64_t since = detail::global_timer_ns();
   if (blockIdx.x == 1) {
     started.store(1, cuda::memory_order_relaxed);
     cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> word(words[0]);
-    for (unsigned long long v = 1; stopped.load(cuda::memory_order_relaxed) == 0; v ^= 1)
+    for (unsigned long long v = 1; stopped.load(cuda::memory_order_relaxed) == 0; v ^= 1) {
       word.store(v, cuda::memory_order_relaxed);
+      if ((v & 1) && detail::global_timer_ns() - since > kPartnerWait) {
+        word.store(1, cuda::memory_order_relaxed);  // a waiter still inside a wait can return
+        atomicCAS(zero_returns, 0ull, kWaiterGone);
+        return;
+      }
+    }
     return;
   }
-  const std::uint64_t since = detail::global_timer_ns();
   while (started.load(cuda::memory_order_relaxed) == 0) {
-    if (detail::global_timer_ns() - since > 5'000'000'000ull) {
+    if (detail::global_timer_ns() - since > kPartnerWait) {
       *zero_returns = kNeverStarted;
       stopped.store(1, cuda::memory_order_relaxed);
       return;
@@ -358,7 +369,8 @@ __global__ void some_under_toggling(device_handle h, unsigned long long* words, 
   unsigned long long zeros = 0;
   for (int i = 0; i < rounds; ++i)
     zeros += wait_until_some(h, words, 2, indices, static_cast<const int*>(nullptr), cmp::eq, 1ull) == 0;
-  *zero_returns = zeros;
+  // Only where CTA 1 has not given up already: its mark says the count is incomplete.
+  atomicCAS(zero_returns, 0ull, zeros);
   stopped.store(1, cuda::memory_order_relaxed);
 }
 
@@ -371,13 +383,18 @@ TEST(Wait, SomeReturnsAtLeastOneWhileWordsChange) {
   CUDA_OK(cudaMalloc(&flags, 2 * sizeof(int)));
   CUDA_OK(cudaMemset(flags, 0, 2 * sizeof(int)));
   CUDA_OK(cudaMalloc(&zeros, sizeof(unsigned long long)));
-  some_under_toggling<<<2, 32>>>(w.device_handle(), words, flags, 100000, zeros);
-  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaMemset(zeros, 0, sizeof(unsigned long long)));
+  device_handle h = w.device_handle();
+  int rounds = 100000;
+  void* args[] = {&h, &words, &flags, &rounds, &zeros};
+  CUDA_OK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(some_under_toggling), dim3(2), dim3(32), args));
   CUDA_OK(cudaDeviceSynchronize());
   unsigned long long got = 1;
   CUDA_OK(cudaMemcpy(&got, zeros, sizeof got, cudaMemcpyDeviceToHost));
   if (got == kNeverStarted)
-    ADD_FAILURE() << "the toggling CTA never ran beside the waiting one (5 s): no wait was tested";
+    ADD_FAILURE() << "the toggling CTA never ran beside the waiting one (30 s): no wait was tested";
+  else if (got == kWaiterGone)
+    ADD_FAILURE() << "the waiting CTA did not finish its waits within 30 s of the toggling CTA's start";
   else
     EXPECT_EQ(got, 0u) << "wait_until_some returned 0 indices this many times out of 100000";
   CUDA_OK(cudaFree(flags));
