@@ -53,7 +53,7 @@ class team {
 
   // The view kernels take by value. Throws shoal::error for a destroyed or default-constructed team.
   team_handle device_handle() const;
-  world& owner() const;             // the world the team belongs to; throws like device_handle()
+  world& owner() const;            // the world the team belongs to; throws like device_handle()
   world::impl& internals() const;  // the runtime of that world
 
   // Collective over the world: allocates the state of a team with `layout` (invalid on PEs outside it).
@@ -70,6 +70,11 @@ class team {
   // was created; 0: never, as on a team that spans nodes).
   std::uint64_t copy_engine_bytes() const noexcept { return copy_engine_bytes_; }
 
+  // SHOAL_ALGO_REDUCE=hierarchical when the team was created: the on-stream all-reduce of the world team
+  // across nodes composes node and network collectives wherever that applies (read once, like every
+  // setting the members vote on at creation).
+  bool hierarchical_reduce_forced() const noexcept { return hierarchical_reduce_forced_; }
+
  private:
   inline static const team_handle no_team_{};
   const team_handle& queried() const noexcept { return valid() ? handle_ : no_team_; }
@@ -80,6 +85,7 @@ class team {
   void* state_ = nullptr;  // heap allocation holding calls, flags and scratch
   bool reachable_ = true;
   std::uint64_t copy_engine_bytes_ = 0;
+  bool hierarchical_reduce_forced_ = false;
 };
 
 // The predefined teams of `w` (created by init, destroyed with the world).

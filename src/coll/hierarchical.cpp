@@ -66,10 +66,9 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   const auto* d = static_cast<const std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
   if (count < static_cast<std::size_t>(m) || (d < s + bytes && s < d + bytes)) return false;
-  const std::string_view forced =
-      forced_algorithm(collective::reduce, [](const char* name) { return std::getenv(name); });
-  const bool forced_hierarchical = !forced.empty() && names_host_composition(collective::reduce, forced);
-  if (!forced.empty() && !forced_hierarchical) return false;
+  // The overrides as the team read them at creation (the members agreed on them there).
+  const bool forced_hierarchical = t.hierarchical_reduce_forced();
+  if (t.device_handle().tuning.forced[static_cast<int>(collective::reduce)] >= 0) return false;
   // Its two streams' waiting work and the proxy's stream need a queue each (host/work_queues.hpp), on every PE:
   // judged from the fewest any PE has (agreed at init), so that no PE runs hierarchically while another runs flat.
   const world::impl& wi = w.internals();
@@ -79,13 +78,15 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
         wi.fewest_work_queues_pe == w.pe()
             ? fmt::format("this process (PE {}) has {} ({})", w.pe(), wi.work_queues.count, wi.work_queues.source)
             : fmt::format("PE {} has {}", wi.fewest_work_queues_pe, wi.fewest_work_queues);
-    throw error(errc::unsupported, "shoal::reduce_on_stream",
-                fmt::format("SHOAL_ALGO_REDUCE={}: the hierarchical all-reduce needs {} hardware work queues on every "
-                            "PE and {}, so its kernels would wait for the proxy forever; set "
-                            "CUDA_DEVICE_MAX_CONNECTIONS to at least {} on every PE, as shoal::init advises across "
-                            "nodes (one more for a stream of yours that waits; docs/proxy-design.md, \"Hardware work "
-                            "queues\")",
-                            forced, kHierarchicalWorkQueues, whose, kHierarchicalWorkQueues + 1));
+    throw error(
+        errc::unsupported, "shoal::reduce_on_stream",
+        fmt::format(
+            "SHOAL_ALGO_REDUCE=hierarchical: the hierarchical all-reduce needs {} hardware work queues on every "
+            "PE and {}, so its kernels would wait for the proxy forever; set "
+            "CUDA_DEVICE_MAX_CONNECTIONS to at least {} on every PE, as shoal::init advises across "
+            "nodes (one more for a stream of yours that waits; docs/proxy-design.md, \"Hardware work "
+            "queues\")",
+            kHierarchicalWorkQueues, whose, kHierarchicalWorkQueues + 1));
   }
   if (forced_hierarchical) return true;
   const node_shape shape{.gpus_per_node = m, .nodes = nodes};

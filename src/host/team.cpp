@@ -113,6 +113,8 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   try {
     const detail::algo_getenv_fn getenv_fn = [](const char* name) { return std::getenv(name); };
     handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1), getenv_fn);
+    hierarchical_reduce_forced_ =
+        detail::names_host_composition(collective::reduce, detail::forced_algorithm(collective::reduce, getenv_fn));
     const char* ce = std::getenv("SHOAL_COLL_CE_BYTES");
     copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
     detail::check_team_scratch_bytes(scratch);
@@ -160,7 +162,8 @@ team::team(team&& other) noexcept
       handle_(other.handle_),
       state_(std::exchange(other.state_, nullptr)),
       reachable_(other.reachable_),
-      copy_engine_bytes_(other.copy_engine_bytes_) {}
+      copy_engine_bytes_(other.copy_engine_bytes_),
+      hierarchical_reduce_forced_(other.hierarchical_reduce_forced_) {}
 
 team& team::operator=(team&& other) noexcept {
   if (this != &other) {
@@ -175,6 +178,7 @@ team& team::operator=(team&& other) noexcept {
     state_ = std::exchange(other.state_, nullptr);
     reachable_ = other.reachable_;
     copy_engine_bytes_ = other.copy_engine_bytes_;
+    hierarchical_reduce_forced_ = other.hierarchical_reduce_forced_;
   }
   return *this;
 }
@@ -199,7 +203,8 @@ void team::destroy() {
 
 team_handle team::device_handle() const {
   if (!valid())
-    throw error(errc::invalid_argument, "shoal::team::device_handle", "the team was destroyed, never created, or outlived its world");
+    throw error(errc::invalid_argument, "shoal::team::device_handle",
+                "the team was destroyed, never created, or outlived its world");
   team_handle h = handle_;
   h.world = world_->device_handle();  // fresh: it knows the heap's current size
   return h;
@@ -248,9 +253,10 @@ team split_strided(world& w, const team& parent, int start, int stride, int size
   // A PE outside the parent cannot judge the indices; it takes the members' word for them.
   const bool ok = parent_alive && (child.valid() || !parent.member());
   const std::string why = !parent_alive ? "the parent team was destroyed or never created"
-                                        : fmt::format("start {}, stride {}, size {} do not select members of a "
-                                                      "team of {} PEs",
-                                                      start, stride, size, parent_layout.size);
+                                        : fmt::format(
+                                              "start {}, stride {}, size {} do not select members of a "
+                                              "team of {} PEs",
+                                              start, stride, size, parent_layout.size);
   return team(w, child, ok, why);
 }
 

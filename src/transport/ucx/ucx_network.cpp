@@ -346,6 +346,10 @@ void ucx_network::complete(op* o, ucs_status_t status) {
     if (o->status == network_status::ok) o->status = to_status(status);
     if (o->kind != op_kind::close)
       SHOAL_LOG_DEBUG(transport, "UCX operation to PE {} ended: {}", o->pe, ucs_status_string(status));
+    // A message that did not go out leaves a gap in the pair's sequence: the receiver holds every later
+    // message for it, for good. So the pair is over, as if the endpoint had failed; a send by reference also
+    // waits for its payload's return, which cannot come, and the reaper ends it as peer_failed.
+    if (o->kind == op_kind::send && o->pe >= 0 && status != UCS_ERR_CANCELED) peer_failed(o->pe, status);
   }
   if (o->pending > 1) {
     --o->pending;
