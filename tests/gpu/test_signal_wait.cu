@@ -335,6 +335,8 @@ void check_vector_waits(unsigned threads) {
 // The two CTAs need each other resident at once, so the kernel is launched cooperatively (CUDA refuses the
 // launch rather than run them in turn), and neither spins without a bound: each gives up on the other after
 // kPartnerWait, so a scheduling failure reads as one, not as a hang or a wait timeout.
+// The toggler holds each value for a random number of cycles: toggling in a fixed loop once took the same
+// time as the waiter's look, and the two locked in phase, the waiter seeing only 0 for seconds at a time.
 // flags[0]: CTA 0 is done; flags[1]: CTA 1 has started. *zero_returns is kNeverStarted when CTA 1 did not start
 // in time, kWaiterGone when CTA 0 did not finish before CTA 1 gave up.
 constexpr unsigned long long kNeverStarted = ~0ull;
@@ -348,8 +350,13 @@ __global__ void some_under_toggling(device_handle h, unsigned long long* words, 
   if (blockIdx.x == 1) {
     started.store(1, cuda::memory_order_relaxed);
     cuda::atomic_ref<unsigned long long, cuda::thread_scope_system> word(words[0]);
+    unsigned lcg = 0x9e3779b9u;
     for (unsigned long long v = 1; stopped.load(cuda::memory_order_relaxed) == 0; v ^= 1) {
       word.store(v, cuda::memory_order_relaxed);
+      lcg = lcg * 1664525u + 1013904223u;
+      const long long hold = lcg >> 21;  // 0 .. 2047 cycles, about a microsecond at most
+      for (const long long t0 = clock64(); clock64() - t0 < hold;) {
+      }
       if ((v & 1) && detail::global_timer_ns() - since > kPartnerWait) {
         word.store(1, cuda::memory_order_relaxed);  // a waiter still inside a wait can return
         atomicCAS(zero_returns, 0ull, kWaiterGone);
