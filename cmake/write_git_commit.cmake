@@ -1,8 +1,9 @@
 # Writes OUTPUT: `#define SHOAL_GIT_COMMIT "<commit>"` for the repository at SOURCE_DIR, with "-dirty"
-# when tracked files differ from that commit, or "" outside a git checkout. Run at every build (not at
-# configure time), so figures recorded by shoal-perf name the commit that was built; the file is
-# rewritten only when its text changes, so an unchanged commit rebuilds nothing. SHOAL_GIT_COMMIT in the
-# environment overrides it, for a copy of a tree whose .git is not the one the tree was committed in.
+# when tracked files differ from that commit or untracked files are not ignored, or "" outside a git
+# checkout. Run at every build (not at configure time), so figures recorded by shoal-perf name the commit
+# that was built; the file is rewritten only when its text changes, so an unchanged commit rebuilds
+# nothing. SHOAL_GIT_COMMIT in the environment overrides it, for a copy of a tree whose .git is not the one
+# the tree was committed in.
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${SOURCE_DIR}
   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
@@ -11,8 +12,10 @@ endif()
 if(DEFINED ENV{SHOAL_GIT_COMMIT})
   set(commit "$ENV{SHOAL_GIT_COMMIT}")
 elseif(commit)
-  execute_process(COMMAND git diff --quiet HEAD -- WORKING_DIRECTORY ${SOURCE_DIR} RESULT_VARIABLE differs ERROR_QUIET)
-  if(differs EQUAL 1)
+  # Dirty: tracked files differ, or files git does not ignore are untracked (a globbed source may be one).
+  execute_process(COMMAND git status --porcelain --untracked-files=normal WORKING_DIRECTORY ${SOURCE_DIR}
+    OUTPUT_VARIABLE changes RESULT_VARIABLE status_rc ERROR_QUIET)
+  if(status_rc EQUAL 0 AND NOT changes STREQUAL "")
     string(APPEND commit "-dirty")
   endif()
 endif()

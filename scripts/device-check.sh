@@ -47,15 +47,28 @@ mps_start_for $most_pes
 summary=()
 record() { summary+=("$(printf '%-28s %-6s %6ss  %s' "$1" "$2" "$3" "$4")"); }
 
+# Steps may share a log (the examples); each log starts empty in this run, so that a reused OUT never lends
+# an earlier run's lines to this one's verdicts.
+declare -A logs_started=()
 run_step() {  # name log -- command...
   local name=$1 log=$2; shift 3
   local start=$SECONDS
+  [ -n "${logs_started[$log]:-}" ] || { : > "$OUT/$log"; logs_started[$log]=1; }
   "$@" >> "$OUT/$log" 2>&1
   local rc=$?
   local verdict=pass; [ $rc -ne 0 ] && verdict=FAIL
   local detail=$(grep -E '^\[[0-9]+\] \[  (PASSED|FAILED|SKIPPED) \]' "$OUT/$log" | tail -3 | tr '\n' ' ')
   record "$name" "$verdict" $((SECONDS - start)) "rc=$rc $detail"
 }
+
+# A binary the steps below need but the build lacks is a failure, not a step left out of the summary.
+needed=(shoalrun)
+[ "${SKIP_TESTS:-0}" = 1 ] || needed+=(shoal_gpu_tests ring_exchange allreduce halo_exchange moe_dispatch_combine)
+[ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || needed+=(shoal_gpu_debug_probe)
+[ "${SKIP_PERF:-0}" = 1 ] || needed+=(shoal-perf)
+for binary in "${needed[@]}"; do
+  [ -x "$BUILD/bin/$binary" ] || record "built: $binary" FAIL 0 "$BUILD/bin/$binary is missing"
+done
 
 for n in ${PES:-1 2}; do
   if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
@@ -125,7 +138,8 @@ done
 done
 # Across (emulated) nodes, in every build: shoal::ll_only on a team that spans nodes traps with a report, and
 # a put past the mapped heap is refused by the proxy naming the range. Needs the proxy's network
-# (CARRIED_UCX or the system's) to start a world across nodes; skipped without it.
+# (CARRIED_UCX or the system's) to start a world across nodes; skipped without it. The probes below print
+# SKIP when their PEs are not across nodes: here that means the emulation failed, so it reads as FAIL.
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in \
     "ll-only-across-nodes:with shoal::ll_only on a team that spans nodes" \
     "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the [0-9]+ mapped"; do
@@ -133,7 +147,7 @@ done
   start=$SECONDS
   SHOAL_EMULATE_NODES=2 SHOAL_WAIT_TIMEOUT=5 launch 2 --timeout 60 -- \
     "$BUILD/bin/shoal_gpu_debug_probe" "$mode" > "$OUT/probe_$mode.txt" 2>&1
-  if grep -q "SKIP\|no proxy transport" "$OUT/probe_$mode.txt"; then
+  if grep -q "no proxy transport" "$OUT/probe_$mode.txt"; then
     record "trap: $mode" skip $((SECONDS - start)) "no network in this build"
   elif grep -Eq "$pattern" "$OUT/probe_$mode.txt"; then
     record "trap: $mode" pass $((SECONDS - start)) "report found"
@@ -153,7 +167,7 @@ if [ "$gpus" -ge 1 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 
   SHOAL_EMULATE_NODES=2 SHOAL_ALGO_REDUCE=hierarchical CUDA_MODULE_LOADING=EAGER SHOAL_WAIT_TIMEOUT=10 \
     launch 4 --timeout 90 -- "$BUILD/bin/shoal_gpu_debug_probe" work-queues-differ > "$OUT/probe_work_queues.txt" 2>&1
   rc=$?
-  if grep -q "SKIP\|no proxy transport" "$OUT/probe_work_queues.txt"; then
+  if grep -q "no proxy transport" "$OUT/probe_work_queues.txt"; then
     record "work queues differ" skip $((SECONDS - start)) "no network in this build"
   elif [ $rc -eq 0 ]; then record "work queues differ" pass $((SECONDS - start)) "every PE refused naming PE 1"
   else record "work queues differ" FAIL $((SECONDS - start)) "rc=$rc"; fi
@@ -168,7 +182,7 @@ if [ "$gpus" -ge 2 ] && [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_PROBES:-0}" != 
   SHOAL_EMULATE_NODES=2 CUDA_MODULE_LOADING=EAGER SHOAL_WAIT_TIMEOUT=20 "$BUILD/bin/shoalrun" -n 2 --timeout 90 -- \
     "$BUILD/bin/shoal_gpu_debug_probe" peer-dies > "$OUT/fault_peer_dies.log" 2>&1
   rc=$?
-  if grep -q "SKIP\|no proxy transport" "$OUT/fault_peer_dies.log"; then
+  if grep -q "no proxy transport" "$OUT/fault_peer_dies.log"; then
     record "fault: peer dies" skip $((SECONDS - start)) "no network in this build"
   elif [ $rc -ne 0 ] && grep -Eq "told after .*PE 1 failed" "$OUT/fault_peer_dies.log"; then
     record "fault: peer dies" pass $((SECONDS - start)) "rc=$rc, $(grep -o 'told after [0-9.]* s' "$OUT/fault_peer_dies.log")"

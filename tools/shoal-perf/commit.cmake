@@ -7,9 +7,10 @@ if(GIT_FOUND)
     OUTPUT_VARIABLE out RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(rc EQUAL 0 AND out)
     set(rev "${out}")
-    execute_process(COMMAND ${GIT_EXECUTABLE} diff --quiet HEAD -- WORKING_DIRECTORY ${SRC}
-      RESULT_VARIABLE dirty ERROR_QUIET)
-    if(NOT dirty EQUAL 0)
+    # Dirty: tracked files differ, or files git does not ignore are untracked (a globbed source may be one).
+    execute_process(COMMAND ${GIT_EXECUTABLE} status --porcelain --untracked-files=normal WORKING_DIRECTORY ${SRC}
+      OUTPUT_VARIABLE changes RESULT_VARIABLE status_rc ERROR_QUIET)
+    if(NOT status_rc EQUAL 0 OR NOT changes STREQUAL "")
       string(APPEND rev "-dirty")
     endif()
   endif()

@@ -1,13 +1,14 @@
 // shoal-perf: shoal's benchmark harness. Runs as every PE of a job (shoalrun -n 2 -- shoal-perf p2p); PE 0
 // prints the table and writes JSON Lines; all PEs take part. Exit status: 0 when every check passed (or the
 // suite was skipped with a reason: too few PEs, no usable GPU), 1 when a correctness check failed, 2 when
-// the run could not start or stopped on an error (bad option, CUDA, NCCL or shoal error).
-#include <CLI/CLI.hpp>
+// the run could not start or stopped on an error (bad option, CUDA, NCCL or shoal error), 3 when every check
+// passed but some shoal row is a measurement error (above the ceiling: a timing that missed work).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
@@ -33,7 +34,6 @@
 #include "suites.hpp"
 
 extern char** environ;
-
 
 namespace shoal::perf {
 namespace {
@@ -129,8 +129,10 @@ void make_plots(const std::string& json_path, const std::string& dir) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) fmt::print("plots: written to {}\n", dir);
-  else fmt::print("plots: not written (see the message above); JSON is in {}\n", json_path);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    fmt::print("plots: written to {}\n", dir);
+  else
+    fmt::print("plots: not written (see the message above); JSON is in {}\n", json_path);
 }
 
 int run(shoal::world& world, const suite& s, const options& opt) {
@@ -194,7 +196,8 @@ int run(shoal::world& world, const suite& s, const options& opt) {
         fmt::format("{} PEs share {} GPU(s): a peer's memory is on the same GPU, so no figure here is a link's; "
                     "NCCL and NVSHMEM sit out, no target is judged, and the ceiling is local memory's",
                     ctx.n_pes, ctx.machine.gpus));
-  if (!opt.nccl) out.note("NCCL columns off (--no-nccl)");
+  if (!opt.nccl)
+    out.note("NCCL columns off (--no-nccl)");
   else if (!nccl_peer::compiled_in() && !pes_share_gpus)
     out.note("NCCL columns empty: this build has no NCCL (configure with SHOAL_NCCL_ROOT)");
   if (s.wants_nvshmem && !opt.nvshmem)
@@ -213,7 +216,8 @@ int run(shoal::world& world, const suite& s, const options& opt) {
   nvshmem.reset();
 
   if (ctx.pe == 0 && !opt.plot_dir.empty()) make_plots(json_path, opt.plot_dir);
-  return out.failures() > 0 ? 1 : 0;
+  if (out.failures() > 0) return 1;
+  return out.measurement_errors() > 0 ? 3 : 0;
 }
 
 }  // namespace
@@ -227,18 +231,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> size_texts, coll_texts, mode_texts;
   bool no_nccl = false, no_nvshmem = false, no_check = false, no_rotate = false;
   coll_options& coll_opt = coll_settings();
-  CLI::App app{"shoal-perf: shoal's benchmarks, one suite per subcommand. Run every PE under the launcher:\n"
-               "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl\n"
-               "  shoalrun -n 2 -- shoal-perf --calibrate coll-model.txt   (the calibrate suite)"};
+  CLI::App app{
+      "shoal-perf: shoal's benchmarks, one suite per subcommand. Run every PE under the launcher:\n"
+      "  shoalrun -n 2 -- shoal-perf p2p --json p2p.jsonl\n"
+      "  shoalrun -n 2 -- shoal-perf --calibrate coll-model.txt   (the calibrate suite)"};
   app.require_subcommand(0, 1);
   app.fallthrough();  // options may come before or after the suite's name
   app.add_option("--json", opt.json_path, "write one JSON object per row (JSON Lines) to this file");
-  app.add_option("--plot", opt.plot_dir, "after the run, write PNG plots to this directory (needs python3 + matplotlib)");
-  app.add_option("--iters", opt.iters, "operations per timed batch (0: chosen per size)")->check(CLI::NonNegativeNumber);
+  app.add_option("--plot", opt.plot_dir,
+                 "after the run, write PNG plots to this directory (needs python3 + matplotlib)");
+  app.add_option("--iters", opt.iters, "operations per timed batch (0: chosen per size)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", opt.warmup, "untimed batches before the timed ones")->check(CLI::NonNegativeNumber);
-  app.add_option("--reps", opt.reps, "timed batches; rows report their median, p10 and p90")->check(CLI::PositiveNumber);
+  app.add_option("--reps", opt.reps, "timed batches; rows report their median, p10 and p90")
+      ->check(CLI::PositiveNumber);
   app.add_option("--sizes", size_texts, "message sizes, e.g. 8,4K,1M,1G (binary units)")->delimiter(',');
-  app.add_option("--ctas", opt.ctas, "CTA counts for block-scope sweeps, e.g. 1,16,132")->delimiter(',')->check(CLI::Range(1, 65535));
+  app.add_option("--ctas", opt.ctas, "CTA counts for block-scope sweeps, e.g. 1,16,132")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65535));
   app.add_option("--threads", opt.threads, "threads per CTA for block-scope RMA")->check(CLI::Range(32, 1024));
   app.add_option("--nvlink-ceiling", opt.nvlink_ceiling_gbs,
                  "GB/s above which a remote figure is a measurement error; the default, 400, is the fastest "
