@@ -128,6 +128,8 @@ for tool in ${SANITIZE:-}; do
 done
 
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
+             "misaligned-signal:device check failed.*misaligned by \(bytes\) = 4" \
+             "overlong-put:device check failed.*bytes, past the symmetric object" \
              "wait-timeout:timed out after .* waiting for wait_until" \
              "vector-timeout:timed out after .* waiting for wait_until_all"; do
   mode=${probe%%:*} pattern=${probe#*:}
@@ -142,7 +144,8 @@ done
 # SKIP when their PEs are not across nodes: here that means the emulation failed, so it reads as FAIL.
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in \
     "ll-only-across-nodes:with shoal::ll_only on a team that spans nodes" \
-    "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the [0-9]+ mapped"; do
+    "beyond-mapped-across-nodes:put to PE [01] names heap bytes beyond the [0-9]+ mapped" \
+    "shared-source-across-nodes:put to PE [01] through the proxy failed: the local buffer is __shared__"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS
   SHOAL_EMULATE_NODES=2 SHOAL_WAIT_TIMEOUT=5 launch 2 --timeout 60 -- \

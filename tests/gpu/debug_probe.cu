@@ -56,6 +56,26 @@ __global__ void beyond_mapped_kernel(shoal::device_handle h, const int* sym) {
   shoal::put(shoal::thread, h, beyond, sym, 16, 1 - h.pe);
 }
 
+// A signal word 4 bytes off its alignment: the check names the misalignment before the atomic faults.
+__global__ void misaligned_signal_kernel(shoal::device_handle h, int* sym) {
+  auto* word = reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::byte*>(sym) + 4);
+  shoal::signal_op(h, word, 1, shoal::sig_op::add, h.pe);
+}
+
+// A put that starts in the heap and runs past its slot: the report names the byte count, not the start.
+__global__ void overlong_put_kernel(shoal::device_handle h, int* sym, const int* src) {
+  shoal::put_bytes(shoal::thread, h, sym, src, std::size_t(h.slot_stride), h.pe);
+}
+
+// A put whose source is a CTA's shared memory, to a PE on another node: the proxy would copy from an
+// address that means nothing outside the SM, so the call traps naming the buffer.
+__global__ void shared_source_kernel(shoal::device_handle h, int* sym) {
+  __shared__ int staged[64];
+  staged[threadIdx.x] = int(threadIdx.x);
+  __syncthreads();
+  if (threadIdx.x == 0) shoal::put(shoal::thread, h, sym, staged, 64, 1 - h.pe);
+}
+
 __global__ void ll_only_kernel(shoal::team_handle t, float* dst, const float* src) {
   shoal::reduce(shoal::grid, t, shoal::op::sum, dst, src, 256, shoal::ll_only);
 }
@@ -162,7 +182,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "peer-dies") == 0) return peer_dies(w);
   auto* sym = static_cast<int*>(w.calloc(512, sizeof(int)));
   const bool across_nodes = std::strcmp(mode, "ll-only-across-nodes") == 0 ||
-                            std::strcmp(mode, "beyond-mapped-across-nodes") == 0;
+                            std::strcmp(mode, "beyond-mapped-across-nodes") == 0 ||
+                            std::strcmp(mode, "shared-source-across-nodes") == 0;
   if (across_nodes && w.ptr(sym, 1 - w.pe()) != nullptr) {
     std::printf("SKIP: the other PE is reachable by load/store; run with SHOAL_EMULATE_NODES=2\n");
     return 77;
@@ -183,9 +204,19 @@ int main(int argc, char** argv) {
                                reinterpret_cast<const float*>(sym + 256));
   else if (std::strcmp(mode, "beyond-mapped-across-nodes") == 0)
     beyond_mapped_kernel<<<1, 1>>>(w.device_handle(), sym);
+  else if (std::strcmp(mode, "misaligned-signal") == 0)
+    misaligned_signal_kernel<<<1, 1>>>(w.device_handle(), sym);
+  else if (std::strcmp(mode, "overlong-put") == 0)
+    overlong_put_kernel<<<1, 1>>>(w.device_handle(), sym, plain);
+  else if (std::strcmp(mode, "shared-source-across-nodes") == 0)
+    shared_source_kernel<<<1, 64>>>(w.device_handle(), sym);
   else {
-    std::fprintf(stderr, "usage: %s bad-pe|outside-heap|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
-                 "beyond-mapped-across-nodes|team-outlives-world|work-queues-differ\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s "
+        "bad-pe|outside-heap|misaligned-signal|overlong-put|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
+        "beyond-mapped-across-nodes|shared-source-across-nodes|team-outlives-world|work-queues-differ\n",
+        argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

@@ -29,7 +29,7 @@ using amo = proxy_atomic_op;
 // the proxy's form of `op` (dev/detail/proxy.cuh).
 template <typename T, typename Direct>
 __device__ inline T apply_atomic(const device_handle& h, T* target, int pe, amo op, T value, T compare, Direct direct) {
-  SHOAL_CHECK_SYMMETRIC(h, target, sizeof(T));
+  SHOAL_CHECK_ATOMIC_TARGET(h, target, sizeof(T));
   if (T* to = ptr(h, target, pe)) return direct(cuda::atomic_ref<T, cuda::thread_scope_system>(*to));
   return proxy_amo(h, target, op, value, compare, pe);
 }

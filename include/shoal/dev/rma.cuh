@@ -1,6 +1,8 @@
 // Remote memory access from a kernel: ptr, put/get (bytes or typed; blocking and _nbi), p/g.
 // Addresses are symmetric: `dst` of a put (or `src` of a get) is the caller's own address of a heap
-// object, and the call reaches the same object on PE `pe`. Local buffers may be any device memory.
+// object, and the call reaches the same object on PE `pe`. Local buffers may be any device memory; to a
+// PE on another node (through the proxy), a local buffer the proxy copies later (a put of more than 8
+// bytes, any get) must be global memory, not __shared__ or a local array: such a call traps naming it.
 //
 // Completion contract (OpenSHMEM 1.5):
 //   put      on return the source may be overwritten; the data is visible at `pe` only after quiet()
@@ -162,19 +164,19 @@ __device__ inline void get_bytes(Scope scope, const device_handle& h, void* dst,
 
 template <typename Scope, typename T>
 __device__ inline void put(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
-  put_bytes(scope, h, dst, src, count * sizeof(T), pe);
+  put_bytes(scope, h, dst, src, detail::typed_bytes<T>(h, count), pe);
 }
 template <typename Scope, typename T>
 __device__ inline void put_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
-  put_bytes_nbi(scope, h, dst, src, count * sizeof(T), pe);
+  put_bytes_nbi(scope, h, dst, src, detail::typed_bytes<T>(h, count), pe);
 }
 template <typename Scope, typename T>
 __device__ inline void get(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
-  get_bytes(scope, h, dst, src, count * sizeof(T), pe);
+  get_bytes(scope, h, dst, src, detail::typed_bytes<T>(h, count), pe);
 }
 template <typename Scope, typename T>
 __device__ inline void get_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count, int pe) {
-  get_bytes_nbi(scope, h, dst, src, count * sizeof(T), pe);
+  get_bytes_nbi(scope, h, dst, src, detail::typed_bytes<T>(h, count), pe);
 }
 
 // ---- scalars (one thread) -----------------------------------------------------------------------------

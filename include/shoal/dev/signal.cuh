@@ -25,7 +25,7 @@ __device__ inline void update_signal(std::uint64_t* remote_sig, std::uint64_t va
 // Sets or adds to signal `*sig` on `pe` (one thread). Atomic, unordered with the caller's earlier puts
 // unless a fence() comes between (as OpenSHMEM signal_op).
 __device__ inline void signal_op(const device_handle& h, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  SHOAL_CHECK_ATOMIC_TARGET(h, sig, sizeof(std::uint64_t));
   if (std::uint64_t* to = ptr(h, sig, pe))
     detail::update_signal(to, value, op, cuda::memory_order_relaxed);
   else
@@ -43,7 +43,7 @@ template <typename Scope>
 __device__ inline void put_signal_bytes(Scope scope, const device_handle& h, void* dst, const void* src,
                                         std::size_t bytes, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe,
                                         bool wait) {
-  SHOAL_CHECK_SYMMETRIC(h, sig, sizeof(std::uint64_t));
+  SHOAL_CHECK_ATOMIC_TARGET(h, sig, sizeof(std::uint64_t));
   SHOAL_CHECK_SYMMETRIC(h, dst, bytes);
   const bool signals = std::is_same_v<Scope, grid_scope> ? block_scope::leader() : Scope::leader();
   if (std::uint64_t* remote_sig = ptr(h, sig, pe)) {
@@ -54,9 +54,9 @@ __device__ inline void put_signal_bytes(Scope scope, const device_handle& h, voi
   }
   std::size_t begin, end;
   if (!proxy_share<Scope>(bytes, begin, end)) return;
-  const std::uint64_t ticket = proxy_put_signal(h, static_cast<std::byte*>(dst) + begin,
-                                                static_cast<const std::byte*>(src) + begin, end - begin, sig, value,
-                                                op, pe);
+  const std::uint64_t ticket =
+      proxy_put_signal(h, static_cast<std::byte*>(dst) + begin, static_cast<const std::byte*>(src) + begin, end - begin,
+                       sig, value, op, pe);
   if (wait) proxy_await(h, ticket, "put_signal", pe);
 }
 }  // namespace detail
@@ -83,13 +83,13 @@ __device__ inline void put_signal_bytes(Scope scope, const device_handle& h, voi
 template <typename Scope, typename T>
 __device__ inline void put_signal(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
                                   std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  put_signal_bytes(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
+  put_signal_bytes(scope, h, dst, src, detail::typed_bytes<T>(h, count), sig, value, op, pe);
 }
 
 template <typename Scope, typename T>
 __device__ inline void put_signal_nbi(Scope scope, const device_handle& h, T* dst, const T* src, std::size_t count,
                                       std::uint64_t* sig, std::uint64_t value, sig_op op, int pe) {
-  put_signal_bytes_nbi(scope, h, dst, src, count * sizeof(T), sig, value, op, pe);
+  put_signal_bytes_nbi(scope, h, dst, src, detail::typed_bytes<T>(h, count), sig, value, op, pe);
 }
 
 // The current value of the caller's own signal word (acquire).

@@ -46,10 +46,31 @@ __device__ inline bool in_symmetric(const device_handle& h, const void* p, std::
   return false;
 }
 
+// The bytes of `count` elements of T; in debug builds a count whose bytes overflow traps, since the wrapped
+// product would pass in_symmetric and move the wrong number of bytes.
+template <typename T>
+__device__ inline std::size_t typed_bytes([[maybe_unused]] const device_handle& h, std::size_t count) {
+  SHOAL_DEVICE_CHECK(h, product_fits(count, sizeof(T)), "element count (its bytes overflow)", count);
+  return count * sizeof(T);
+}
+
 }  // namespace shoal::detail
 
 // Checks shared by the RMA calls: the PE is in range and [p, p+bytes) is symmetric (in_symmetric).
 #define SHOAL_CHECK_PE(h, pe) SHOAL_DEVICE_CHECK(h, (pe) >= 0 && (pe) < (h).n_pes, "pe", pe)
-#define SHOAL_CHECK_SYMMETRIC(h, p, bytes)                                                   \
-  SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_symmetric(h, p, bytes), "offset from heap base", \
-                     static_cast<const std::byte*>(static_cast<const void*>(p)) - (h).heap_base)
+// A signal word or atomic target: symmetric, and aligned to its size (a misaligned atomic faults and takes
+// the CUDA context with it, with no file or line).
+#define SHOAL_CHECK_ATOMIC_TARGET(h, p, size)                                                         \
+  do {                                                                                                \
+    SHOAL_CHECK_SYMMETRIC(h, p, size);                                                                \
+    SHOAL_DEVICE_CHECK(h, reinterpret_cast<std::uintptr_t>(p) % (size) == 0, "misaligned by (bytes)", \
+                       reinterpret_cast<std::uintptr_t>(p) % (size));                                 \
+  } while (0)
+
+// Two steps, so that the report names what is wrong: where the range starts, or how far it runs.
+#define SHOAL_CHECK_SYMMETRIC(h, p, bytes)                                                                        \
+  do {                                                                                                            \
+    SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_symmetric(h, p, 0), "offset from heap base",                        \
+                       static_cast<const std::byte*>(static_cast<const void*>(p)) - (h).heap_base);               \
+    SHOAL_DEVICE_CHECK(h, ::shoal::detail::in_symmetric(h, p, bytes), "bytes, past the symmetric object", bytes); \
+  } while (0)

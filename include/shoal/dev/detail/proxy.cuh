@@ -73,8 +73,16 @@ __device__ inline std::uint64_t proxy_heap_offset(const device_handle& h, const 
 }
 
 // The local side of a put or get: its heap offset when `p` is in this PE's heap, else its address, marked
-// as host memory when `on_host` (the host forms say so; kernels pass device memory).
-__device__ inline void proxy_set_local(const device_handle& h, proxy_request& r, const void* p, bool on_host) {
+// as host memory when `on_host` (the host forms say so; kernels pass device memory). The proxy copies
+// from or to that address later, so it must be global memory: a kernel's __shared__ or local (stack)
+// buffer has an address that means nothing outside its SM, and traps here (always: this path is the
+// proxy's, where the check costs nothing against the request).
+__device__ inline void proxy_set_local(const device_handle& h, proxy_request& r, const void* p, bool on_host,
+                                       const char* call) {
+  if (!on_host && !__isGlobal(p))
+    proxy_trap(h, call, r.pe,
+               "the local buffer is __shared__ or local (stack) memory, which the proxy cannot reach; pass global "
+               "device memory (puts of at most 8 bytes excepted: they travel in the request)");
   auto* b = static_cast<const std::byte*>(p);
   r.local_is_address = !(b >= h.heap_base && b - h.heap_base < h.slot_stride);
   r.local = r.local_is_address ? reinterpret_cast<std::uintptr_t>(p) : std::uint64_t(b - h.heap_base);
@@ -91,8 +99,8 @@ __host__ __device__ constexpr bool proxy_put_reads_source_when_posted(std::size_
 // descriptor itself (read here, so the proxy need not copy them out of the GPU first); anything else is
 // named by proxy_set_local.
 __device__ inline void proxy_set_put_source(const device_handle& h, proxy_request& r, const void* src,
-                                            std::size_t bytes, bool on_host) {
-  if (on_host || !proxy_put_reads_source_when_posted(bytes)) return proxy_set_local(h, r, src, on_host);
+                                            std::size_t bytes, bool on_host, const char* call) {
+  if (on_host || !proxy_put_reads_source_when_posted(bytes)) return proxy_set_local(h, r, src, on_host, call);
   const auto* b = static_cast<const unsigned char*>(src);
   std::uint64_t data = 0;
   if (bytes == 8 && reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {
@@ -124,10 +132,11 @@ __device__ inline void proxy_quiet(const device_handle& h) {
   const proxy_status s = proxy_wait_complete_before(ring, issued, proxy_deadline(h));
   if (s == proxy_status::ok) return;
   // The tickets let the report be matched with the proxy's own ("in flight at the failure", in its log).
-  printf("shoal: PE %d: quiet through the proxy failed: %s (it waited for every request before %llu; those "
-         "before %llu are complete)\n",
-         h.pe, proxy_failure(s), static_cast<unsigned long long>(issued),
-         static_cast<unsigned long long>(proxy_atomic::load_acquire(ring.control->completed)));
+  printf(
+      "shoal: PE %d: quiet through the proxy failed: %s (it waited for every request before %llu; those "
+      "before %llu are complete)\n",
+      h.pe, proxy_failure(s), static_cast<unsigned long long>(issued),
+      static_cast<unsigned long long>(proxy_atomic::load_acquire(ring.control->completed)));
   __trap();
 }
 
@@ -141,9 +150,9 @@ __device__ inline std::uint64_t proxy_transfer(const device_handle& h, proxy_op 
   r.pe = pe;
   r.remote_offset = proxy_heap_offset(h, remote, call, pe);
   if (op == proxy_op::put)
-    proxy_set_put_source(h, r, local, bytes, local_on_host);
+    proxy_set_put_source(h, r, local, bytes, local_on_host, call);
   else
-    proxy_set_local(h, r, local, local_on_host);
+    proxy_set_local(h, r, local, local_on_host, call);
   r.size = bytes;
   return proxy_submit(h, r, call);
 }
@@ -158,7 +167,7 @@ __device__ inline std::uint64_t proxy_put_signal(const device_handle& h, void* d
   r.size = bytes;
   if (bytes != 0) {
     r.remote_offset = proxy_heap_offset(h, dst, call, pe);
-    proxy_set_put_source(h, r, src, bytes, local_on_host);
+    proxy_set_put_source(h, r, src, bytes, local_on_host, call);
   }
   r.signal_op = op == sig_op::set ? proxy_signal_op::set : proxy_signal_op::add;
   r.signal_offset = proxy_heap_offset(h, sig, call, pe);
