@@ -27,7 +27,6 @@
 #include "base/config.hpp"
 #include "coll.hpp"
 #include "nvshmem_peer.hpp"
-#include "perf_commit.hpp"  // generated at build time: SHOAL_PERF_BUILD_COMMIT
 #include "shoal/error.hpp"
 #include "shoal/version.hpp"
 #include "shoal/world.hpp"
@@ -91,10 +90,12 @@ void forbid_nvls() {
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
 }
 
+// The source revision the figures belong to: SHOAL_COMMIT when set, else the one the library was built from
+// (recorded at every build by cmake/write_git_commit.cmake; shoal-perf is built in the same tree).
 std::string commit_of_run() {
   if (const char* env = std::getenv("SHOAL_COMMIT"); env != nullptr && *env != '\0') return env;
   if (!shoal::git_commit().empty()) return std::string(shoal::git_commit());
-  return SHOAL_PERF_BUILD_COMMIT;
+  return "unknown";
 }
 
 std::vector<std::uint64_t> parse_sizes(const std::vector<std::string>& texts) {
