@@ -130,7 +130,9 @@ done
 [ "${SKIP_TESTS:-0}" = 1 ] || [ "${SKIP_PROBES:-0}" = 1 ] || for probe in "bad-pe:device check failed.*pe = 5" "outside-heap:device check failed.*offset from heap base" \
              "misaligned-signal:device check failed.*misaligned by \(bytes\) = 4" \
              "overlong-put:device check failed.*bytes, past the symmetric object" \
-             "wait-timeout:timed out after .* waiting for wait_until" \
+             "past-mapped-put:device check failed.*bytes, past the symmetric object" \
+             "grid-too-large:device check failed.*grid of 4294967296 threads" \
+             "wait-timeout:timed out after .* waiting for wait_until.*waiting for value == -42$" \
              "vector-timeout:timed out after .* waiting for wait_until_all"; do
   mode=${probe%%:*} pattern=${probe#*:}
   start=$SECONDS

@@ -1,7 +1,8 @@
 // shoal::device_handle: everything a kernel needs to reach the symmetric heap of every PE, as one
 // trivially copyable struct passed to kernels by value (no __device__ globals, no -rdc, no device link).
 // Take it from shoal::world::device_handle() after init. A handle taken before a heap growth stays valid:
-// addresses are checked (SHOAL_DEBUG) against each PE's whole heap slot, which the growth only fills.
+// addresses are checked (SHOAL_DEBUG) against what is mapped now (sync_state::heap_mapped_bytes), not
+// against the handle's own heap_capacity.
 // Compiles with a plain host compiler; the functions that use it are in shoal/device.cuh.
 #pragma once
 
@@ -20,7 +21,9 @@ struct sync_state {
   std::uint64_t grid_meetings;         // grid_sync of this PE's running kernel: completed meetings << 32 |
                                        // CTAs arrived at the current one
   std::uint64_t stream_barrier_epoch;  // barrier_all_on_stream calls this PE has completed
-  std::uint64_t reserved[5];
+  std::uint64_t heap_mapped_bytes;     // bytes of this PE's heap slot mapped now: written by the host at init
+                                       // and at every growth; read by the SHOAL_DEBUG address checks
+  std::uint64_t reserved[4];
 };
 // User buffers registered with world::register_buffer: reached through this table, since they do not
 // lie in the heap's slots. The table lives in device memory at a fixed address; register and unregister

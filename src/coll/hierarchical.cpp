@@ -55,10 +55,10 @@ int hierarchical_chunks(const team& t, node_shape shape, std::size_t bytes, std:
   return hierarchical_chunks(active_coll_model(), shape, bytes, share_count, t.internals().cfg.hierarchical_chunks);
 }
 
-bool runs_hierarchically(const team& t, channel_range channels, const void* dst, const void* src, std::size_t count,
-                         std::size_t element_bytes) {
+bool runs_hierarchically(const team& t, const team_handle& view, channel_range channels, const void* dst,
+                         const void* src, std::size_t count, std::size_t element_bytes) {
   const world& w = t.owner();
-  if (&t != &world_team(w) || t.device_handle().spans_nodes == 0) return false;
+  if (&t != &world_team(w) || view.spans_nodes == 0) return false;
   const int m = node_team(w).size(), nodes = same_local_rank_team(w).size();
   if (m < 2 || nodes < 2 || m * nodes != t.size()) return false;  // irregular nodes: no same-local-rank team
   if (channels.first != 0 || channels.count != 0) return false;
@@ -68,7 +68,7 @@ bool runs_hierarchically(const team& t, channel_range channels, const void* dst,
   if (count < static_cast<std::size_t>(m) || (d < s + bytes && s < d + bytes)) return false;
   // The overrides as the team read them at creation (the members agreed on them there).
   const bool forced_hierarchical = t.hierarchical_reduce_forced();
-  if (t.device_handle().tuning.forced[static_cast<int>(collective::reduce)] >= 0) return false;
+  if (view.tuning.forced[static_cast<int>(collective::reduce)] >= 0) return false;
   // Its two streams' waiting work and the proxy's stream need a queue each (host/work_queues.hpp), on every PE:
   // judged from the fewest any PE has (agreed at init), so that no PE runs hierarchically while another runs flat.
   const world::impl& wi = w.internals();

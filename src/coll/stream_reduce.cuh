@@ -161,7 +161,7 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
   check_buffer(t, src, src_bytes, call, "src");
   if (kScatter || dst != src) check_no_overlap(dst, bytes, src, src_bytes, call);
   if (count == 0) return;
-  if (!kScatter && h.spans_nodes != 0 && runs_hierarchically(t, channels, dst, src, count, sizeof(T)))
+  if (!kScatter && h.spans_nodes != 0 && runs_hierarchically(t, h, channels, dst, src, count, sizeof(T)))
     return reduce_hierarchically(t, dst, src, count, op, stream);
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);

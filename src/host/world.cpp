@@ -365,6 +365,7 @@ void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const s
                               bytes, alignment, w.heap->max_size(), w.allocator->used()));
     w.heap->grow_to(needed);
     w.allocator->grow(w.heap->mapped());
+    w.publish_heap_mapped();
     offset = w.allocator->allocate(bytes, alignment);
     if (!offset) throw error(errc::internal, "shoal::world::malloc", "allocation failed after growing the heap");
   }
@@ -372,6 +373,15 @@ void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const s
 }
 
 }  // namespace
+
+void world::impl::publish_heap_mapped() {
+  if (sync == nullptr) return;  // init publishes once it has allocated the sync words
+  const std::uint64_t mapped = heap->mapped();
+  // On the world's own non-blocking stream: a kernel running on the user's streams (one waiting for another
+  // PE, say) must not hold up this collective call.
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(&sync->heap_mapped_bytes, &mapped, sizeof(mapped), cudaMemcpyHostToDevice, stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 void* world::impl::align(std::size_t alignment, std::size_t bytes) {
   require_device("shoal::world::align");
@@ -514,6 +524,7 @@ world init(init_options options) {
     s.sync = reinterpret_cast<detail::sync_state*>(words);
     s.device_barrier_flags = reinterpret_cast<std::uint64_t*>(words + sizeof(detail::sync_state));
     s.stream_barrier_flags = s.device_barrier_flags + n;
+    s.publish_heap_mapped();
     detail::create_predefined_teams(w);
   }
   SHOAL_LOG_INFO(base, "initialized: pe {} of {}, node {} of {}, local pe {} of {}, device {}", w.pe(), w.n_pes(),

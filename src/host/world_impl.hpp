@@ -77,6 +77,9 @@ struct world::impl {
   detail::sync_state* sync = nullptr;
   std::uint64_t* device_barrier_flags = nullptr;  // [n_pes] barrier_all in kernels (and on a stream across nodes)
   std::uint64_t* stream_barrier_flags = nullptr;  // [n_pes] barrier_all_on_stream's arrival flags
+  // Writes heap->mapped() to sync->heap_mapped_bytes, where the device's debug checks read it; at init once
+  // `sync` exists, and after every growth.
+  void publish_heap_mapped();
 
   // Registered user buffers (world::register_buffer), mirrored into a device table for kernels.
   struct registration {

@@ -34,7 +34,9 @@ const char* kind_name(proxy_wire_kind k) {
 }  // namespace
 
 void proxy_engine_core::bad_message(int from, const char* what) {
-  // A peer speaking another protocol, or corruption: report it and keep serving the others.
+  // A peer speaking another protocol, or corruption. Fail-stop, like every engine failure: the engine stops
+  // serving every peer, and each PE's next call throws the report. Serving the others on would let a job whose
+  // messages can no longer be trusted run on, where the sender's later writes to this PE are lost unseen.
   fail(errc::internal, -1, std::nullopt, fmt::format("a message from PE {} does not decode: {}", from, what));
 }
 

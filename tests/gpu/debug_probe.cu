@@ -1,12 +1,13 @@
 // Built with SHOAL_DEBUG: runs one deliberate misuse of the device API and lets it trap, so a ctest can
-// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, wait-timeout,
-// vector-timeout (one timeout for a whole vector wait);
-// and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
+// check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, misaligned-signal,
+// overlong-put (past the heap's slot), past-mapped-put (past what is mapped, inside the slot), grid-too-large (grid
+// scope in 2^32 threads), wait-timeout (a signed word: the report prints it signed), vector-timeout (one timeout for a
+// whole vector wait); and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
 // putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
 // And ll-only-across-nodes (2 PEs on different nodes): an all-reduce with shoal::ll_only on a team that
 // spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's). And
 // beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past what is
-// mapped (which no device check can tell from a live address) must be refused by the proxy, naming the range.
+// mapped must be refused by the proxy, naming the range (a release build has no device check to stop it).
 // And team-outlives-world, no misuse: a team destroyed after its world must let go of it (exit 0) rather than
 // free its state in the finalized heap. And work-queues-differ (4 PEs on 2 nodes, e.g. SHOAL_EMULATE_NODES=2, with
 // SHOAL_ALGO_REDUCE=hierarchical): PE 1 starts with fewer hardware work queues than the hierarchical all-reduce
@@ -28,8 +29,9 @@ __global__ void bad_pe_kernel(shoal::device_handle h, int* sym) { shoal::p(h, sy
 
 __global__ void outside_heap_kernel(shoal::device_handle h, int* not_symmetric) { shoal::p(h, not_symmetric, 1, h.pe); }
 
-__global__ void wait_timeout_kernel(shoal::device_handle h, unsigned long long* word) {
-  shoal::wait_until(h, word, shoal::cmp::eq, 42ull);  // nobody ever writes 42
+// A signed word, so that the report must print the awaited value as signed (-42, not 18446744073709551574).
+__global__ void wait_timeout_kernel(shoal::device_handle h, long long* word) {
+  shoal::wait_until(h, word, shoal::cmp::eq, -42ll);  // nobody ever writes -42
 }
 
 // A vector wait has one timeout for the whole vector: CTA 1 sets the words one by one, each
@@ -50,10 +52,20 @@ __global__ void vector_timeout_kernel(shoal::device_handle h, unsigned long long
   std::printf("wait_until_all returned without a timeout\n");
 }
 
-// The heap's slot reaches past what is mapped (h.heap_capacity) up to SHOAL_HEAP_MAX_SIZE.
-__global__ void beyond_mapped_kernel(shoal::device_handle h, const int* sym) {
+// The heap's slot reaches past what is mapped (h.heap_capacity) up to SHOAL_HEAP_MAX_SIZE. A debug build's
+// device check stops such a put before it leaves the kernel (past-mapped-put), so this calls the proxy's entry
+// directly: the proxy's own check is what guards a release build.
+__global__ void beyond_mapped_kernel(shoal::device_handle h, int* sym) {
   auto* beyond = reinterpret_cast<int*>(h.heap_base + h.heap_capacity + 4096);
-  shoal::put(shoal::thread, h, beyond, sym, 16, 1 - h.pe);
+  shoal::detail::proxy_scope_transfer<shoal::thread_scope>(h, shoal::detail::proxy_op::put, beyond, sym, 16, 1 - h.pe,
+                                                           /*wait=*/true);
+}
+
+// A put to a PE on this node that starts in the heap and runs 4 KiB past what is mapped (inside the slot's
+// reserved address space): the check names the byte count, where the copy would fault with no file or line.
+__global__ void past_mapped_put_kernel(shoal::device_handle h, int* sym, const int* src) {
+  const std::size_t offset = std::size_t(reinterpret_cast<std::byte*>(sym) - h.heap_base);
+  shoal::put_bytes(shoal::thread, h, sym, src, std::size_t(h.heap_capacity) - offset + 4096, 1 - h.pe);
 }
 
 // A signal word 4 bytes off its alignment: the check names the misalignment before the atomic faults.
@@ -65,6 +77,11 @@ __global__ void misaligned_signal_kernel(shoal::device_handle h, int* sym) {
 // A put that starts in the heap and runs past its slot: the report names the byte count, not the start.
 __global__ void overlong_put_kernel(shoal::device_handle h, int* sym, const int* src) {
   shoal::put_bytes(shoal::thread, h, sym, src, std::size_t(h.slot_stride), h.pe);
+}
+
+// A grid-scope put in a grid of 2^32 threads (2^22 CTAs of 1024): grid scope's 32-bit size would be 0.
+__global__ void grid_too_large_kernel(shoal::device_handle h, int* sym, const int* src) {
+  shoal::put_bytes(shoal::grid, h, sym, src, 64, h.pe);
 }
 
 // A put whose source is a CTA's shared memory, to a PE on another node: the proxy would copy from an
@@ -195,7 +212,7 @@ int main(int argc, char** argv) {
   else if (std::strcmp(mode, "outside-heap") == 0)
     outside_heap_kernel<<<1, 1>>>(w.device_handle(), plain);
   else if (std::strcmp(mode, "wait-timeout") == 0)
-    wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym));
+    wait_timeout_kernel<<<1, 1>>>(w.device_handle(), reinterpret_cast<long long*>(sym));
   else if (std::strcmp(mode, "vector-timeout") == 0)  // 4 words 0.6 timeouts apart: the timeout passes at the 2nd
     vector_timeout_kernel<<<2, 32>>>(w.device_handle(), reinterpret_cast<unsigned long long*>(sym), 4,
                                      w.device_handle().wait_timeout_ns * 6 / 10);
@@ -208,15 +225,20 @@ int main(int argc, char** argv) {
     misaligned_signal_kernel<<<1, 1>>>(w.device_handle(), sym);
   else if (std::strcmp(mode, "overlong-put") == 0)
     overlong_put_kernel<<<1, 1>>>(w.device_handle(), sym, plain);
+  else if (std::strcmp(mode, "grid-too-large") == 0)
+    grid_too_large_kernel<<<1u << 22, 1024>>>(w.device_handle(), sym, plain);
+  else if (std::strcmp(mode, "past-mapped-put") == 0)
+    past_mapped_put_kernel<<<1, 1>>>(w.device_handle(), sym, plain);
   else if (std::strcmp(mode, "shared-source-across-nodes") == 0)
     shared_source_kernel<<<1, 64>>>(w.device_handle(), sym);
   else {
-    std::fprintf(
-        stderr,
-        "usage: %s "
-        "bad-pe|outside-heap|misaligned-signal|overlong-put|wait-timeout|vector-timeout|peer-dies|ll-only-across-nodes|"
-        "beyond-mapped-across-nodes|shared-source-across-nodes|team-outlives-world|work-queues-differ\n",
-        argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s "
+                 "bad-pe|outside-heap|misaligned-signal|overlong-put|past-mapped-put|grid-too-large|wait-timeout|"
+                 "vector-timeout|peer-"
+                 "dies|ll-only-across-nodes|"
+                 "beyond-mapped-across-nodes|shared-source-across-nodes|team-outlives-world|work-queues-differ\n",
+                 argv[0]);
     return 2;
   }
   cudaError_t status = cudaDeviceSynchronize();

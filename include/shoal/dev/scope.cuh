@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 namespace shoal {
 
 struct thread_scope {
@@ -23,6 +25,19 @@ __device__ inline unsigned lane_id() {
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   return lane;
 }
+
+#ifdef SHOAL_DEBUG
+// Grid scope numbers its threads in 32 bits: a grid of 2^32 threads or more would wrap its ranks and size (a
+// size of 0 spins forever in the copy loops). No handle reaches here, so the report has no PE.
+__device__ inline void check_grid_fits() {
+  const unsigned long long threads = 1ull * gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z;
+  if (threads > 0xffffffffull) {
+    printf("shoal: device check failed at %s:%d: a grid-scope call in a grid of %llu threads (at most 2^32 - 1)\n",
+           __FILE__, __LINE__, threads);
+    __trap();
+  }
+}
+#endif
 }  // namespace detail
 
 // A full, converged warp (all 32 lanes).
@@ -44,14 +59,19 @@ struct block_scope {
   __device__ static bool leader() { return detail::lane_id() == 0 && rank() < 32; }
 };
 
-// All threads of all CTAs of the kernel, at most 2^32 - 1 of them (ranks are 32-bit). sync() here is only
-// the CTA's barrier: calls that need the whole grid to meet use shoal::grid_sync(h), which requires every
-// CTA to be resident (a cooperative launch, or no more CTAs than fit on the GPU at once).
+// All threads of all CTAs of the kernel, at most 2^32 - 1 of them (ranks are 32-bit; SHOAL_DEBUG checks). sync() here
+// is only the CTA's barrier: calls that need the whole grid to meet use shoal::grid_sync(h), which requires every CTA
+// to be resident (a cooperative launch, or no more CTAs than fit on the GPU at once).
 struct grid_scope {
   __device__ static unsigned block_rank() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
   __device__ static unsigned n_blocks() { return gridDim.x * gridDim.y * gridDim.z; }
   __device__ static unsigned rank() { return block_rank() * block_scope::size() + block_scope::rank(); }
-  __device__ static unsigned size() { return n_blocks() * block_scope::size(); }
+  __device__ static unsigned size() {
+#ifdef SHOAL_DEBUG
+    detail::check_grid_fits();
+#endif
+    return n_blocks() * block_scope::size();
+  }
   __device__ static void sync() { __syncthreads(); }
   __device__ static bool leader() { return block_rank() == 0 && block_scope::leader(); }
 };

@@ -120,9 +120,7 @@ __device__ inline T wait_until(const device_handle& h, const T* ivar, cmp op, T 
   T seen{};
   bool ok = detail::poll_acquire(
       ivar, seen, [&](T v) { return detail::compare(v, op, value); }, h.wait_timeout_ns);
-  if (!ok)
-    detail::report_wait_timeout(h, "wait_until", ivar, static_cast<unsigned long long>(seen), detail::to_string(op),
-                                static_cast<unsigned long long>(value));
+  if (!ok) detail::report_wait_timeout(h, "wait_until", ivar, seen, detail::to_string(op), value);
   return seen;
 }
 
@@ -164,9 +162,9 @@ __device__ inline void wait_until_each(const device_handle& h, const char* what,
       left = spent < h.wait_timeout_ns ? h.wait_timeout_ns - spent : 1;
     }
     T seen{};
-    if (!poll_acquire(ivars + i, seen, [&](T v) { return compare(v, op, value); }, left))
-      report_wait_timeout(h, what, ivars + i, static_cast<unsigned long long>(seen), to_string(op),
-                          static_cast<unsigned long long>(value));
+    if (!poll_acquire(
+            ivars + i, seen, [&](T v) { return compare(v, op, value); }, left))
+      report_wait_timeout(h, what, ivars + i, seen, to_string(op), value);
   }
 }
 }  // namespace detail
@@ -226,9 +224,7 @@ __device__ inline auto wait_for_test(const device_handle& h, const char* what, c
                                      Test test_now) {
   decltype(test_now()) result{};
   bool ok = spin_until([&] { return (result = test_now()) != decltype(result){}; }, h.wait_timeout_ns);
-  if (!ok)
-    report_wait_timeout(h, what, ivars, static_cast<unsigned long long>(load_acquire(ivars)), to_string(op),
-                        static_cast<unsigned long long>(value));
+  if (!ok) report_wait_timeout(h, what, ivars, load_acquire(ivars), to_string(op), value);
   return result;
 }
 }  // namespace detail

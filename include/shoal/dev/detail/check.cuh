@@ -36,10 +36,19 @@ __device__ inline bool product_fits(std::size_t count, std::size_t size) {
   return size == 0 || count <= ~std::size_t{0} / size;
 }
 
-// [p, p+bytes) lies in this PE's heap slot or in one registered buffer.
+// Bytes of this PE's heap slot mapped now: the figure the host publishes at init and at every growth, or the
+// handle's own snapshot if larger (a handle made before the first publication). A handle taken before the heap
+// grew then reaches the new chunks; an address past them, still inside the slot's reservation, fails the
+// checks below instead of faulting with no file or line.
+__device__ inline std::uint64_t heap_mapped_now(const device_handle& h) {
+  const std::uint64_t live =
+      h.sync != nullptr ? *static_cast<volatile const std::uint64_t*>(&h.sync->heap_mapped_bytes) : 0;
+  return live > h.heap_capacity ? live : h.heap_capacity;
+}
+
+// [p, p+bytes) lies in what is mapped of this PE's heap slot, or in one registered buffer.
 __device__ inline bool in_symmetric(const device_handle& h, const void* p, std::size_t bytes) {
-  // The whole slot counts, mapped or not yet: a handle taken before the heap grew stays valid.
-  if (in_range(h.heap_base, std::uint64_t(h.slot_stride), p, bytes)) return true;
+  if (in_range(h.heap_base, heap_mapped_now(h), p, bytes)) return true;
   if (h.registered == nullptr) return false;
   for (int i = 0; i < h.registered->count; ++i)
     if (in_range(h.registered->entries[i].base, h.registered->entries[i].bytes, p, bytes)) return true;
