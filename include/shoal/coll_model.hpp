@@ -49,12 +49,12 @@ constexpr std::optional<algorithm> algorithm_from_string(std::string_view name) 
 // `shoal-perf --calibrate` measures them on the machine at hand and writes a file (see coll_model file
 // format in docs/collectives-model.md).
 struct coll_model_table {
-  double launch_us = 4.0;             // on-stream kernel launch floor: the same for every algorithm, so never decides
-  double step_us = 4.0;               // alpha: one signalled step (data, release fence, flag seen by the peer)
-  double ll_step_us = 2.3;            // alpha_ll: one flag-in-data step (a flag store seen by a peer, no fence)
-  double link_gbps = 365.0;           // beta: one GPU's NVLink bandwidth each way with SM copies, all peers together
-  double ll_link_gbps = 330.0;        // beta_ll: rate of LL lines (half data, half flags) a GPU sends
-  double local_gbps = 3900.0;         // gamma: local HBM traffic (bytes read + written) of copies and reductions
+  double launch_us = 4.0;              // on-stream kernel launch floor: the same for every algorithm, so never decides
+  double step_us = 4.0;                // alpha: one signalled step (data, release fence, flag seen by the peer)
+  double ll_step_us = 2.3;             // alpha_ll: one flag-in-data step (a flag store seen by a peer, no fence)
+  double link_gbps = 365.0;            // beta: one GPU's NVLink bandwidth each way with SM copies, all peers together
+  double ll_link_gbps = 330.0;         // beta_ll: rate of LL lines (half data, half flags) a GPU sends
+  double local_gbps = 3900.0;          // gamma: local HBM traffic (bytes read + written) of copies and reductions
   double chunk_bytes = 2048.0 * 1024;  // bytes one staged step carries to a peer, all channels together
                                        // (team channels x SHOAL_TEAM_SCRATCH_BYTES); an LL step carries half
 
@@ -158,6 +158,20 @@ constexpr cost_terms coll_cost_terms(collective op, algorithm algo, int n_pes, s
   return {};
 }
 
+// Steps of an algorithm's terms, counting one per scratch-full (chunk_bytes; LL: half) when it is staged.
+constexpr double steps_of(const coll_model_table& t, const cost_terms& c) {
+  if (!c.staged) return c.steps;
+  const double per_step = c.ll ? t.chunk_bytes / 2 : t.chunk_bytes;
+  const double quotient = c.stage_bytes / per_step;
+  // Rounded up. From 2^53 every double is whole (and a cast to an integer could overflow): it stands.
+  double needed = quotient;
+  if (quotient < 9007199254740992.0) {
+    const double whole = static_cast<double>(static_cast<std::uint64_t>(quotient));
+    needed = whole < quotient ? whole + 1 : whole;
+  }
+  return needed > c.steps ? needed : c.steps;
+}
+
 // Predicted time in microseconds of one call inside a kernel (add table.launch_us for the on-stream
 // form); infinity when the algorithm does not implement the collective.
 //   serial:  steps x alpha + remote / beta + local / gamma
@@ -171,12 +185,7 @@ constexpr double predict_us(const coll_model_table& table, collective op, algori
   const double beta = table.link_gbps * kBytesPerUsPerGbps;
   const double gamma = table.local_gbps * kBytesPerUsPerGbps;
   const double local_us = t.local_bytes / gamma;
-  double steps = t.steps;
-  if (t.staged) {
-    const double per_step = t.ll ? table.chunk_bytes / 2 : table.chunk_bytes;
-    const double needed = static_cast<double>(static_cast<std::uint64_t>((t.stage_bytes + per_step - 1) / per_step));
-    if (needed > steps) steps = needed;
-  }
+  const double steps = steps_of(table, t);
   if (t.ll) return steps * table.ll_step_us + t.remote_bytes / (table.ll_link_gbps * kBytesPerUsPerGbps) + local_us;
   return steps * table.step_us + t.remote_bytes / beta + local_us;
 }
@@ -267,14 +276,6 @@ constexpr double alpha_net(const coll_model_table& t) { return t.net_post_us + t
 // A NIC moving `bytes` in `messages` messages: bandwidth or the sender's message gap, whichever binds.
 constexpr double nic_busy_us(const coll_model_table& t, double bytes, double messages) {
   return max2(bytes / (t.nic_gbps * kBytesPerUsPerGbps), messages * t.net_msg_us);
-}
-
-// Steps of an algorithm's terms, counting one per scratch-full when it is staged (as predict_us does).
-constexpr double steps_of(const coll_model_table& t, const cost_terms& c) {
-  if (!c.staged) return c.steps;
-  const double per_step = c.ll ? t.chunk_bytes / 2 : t.chunk_bytes;
-  const double needed = static_cast<double>(static_cast<std::uint64_t>((c.stage_bytes + per_step - 1) / per_step));
-  return needed > c.steps ? needed : c.steps;
 }
 
 // A within-node phase: the within-node model's best algorithm for `op` on n PEs.

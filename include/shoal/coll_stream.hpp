@@ -48,7 +48,8 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
 void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
                               channel_range channels = {});
 
-// root's src[0, count) lands in every member's dst.
+// root's src[0, count) lands in every member's dst. Only the root's src is read, but every member passes
+// the same symmetric src, and every member checks it (so that a bad one throws on all of them alike).
 template <typename T>
 void broadcast_on_stream(const team& t, T* dst, const T* src, std::size_t count, int root, cudaStream_t stream,
                          channel_range channels = {}) {
@@ -56,7 +57,9 @@ void broadcast_on_stream(const team& t, T* dst, const T* src, std::size_t count,
   broadcast_bytes_on_stream(t, dst, src, bytes, root, stream, channels);
 }
 // Member i's src[0, count) lands in every member's dst[i * count, (i + 1) * count). In place: src may be
-// dst + my_index() * count (each member's block already in its slot); no other overlap.
+// dst + my_index() * count (each member's block already in its slot); no other overlap. Each member judges
+// this alone: a src == dst passed by every member throws on every member but member 0 (for which it is the
+// in-place form), and member 0 then waits for the others until SHOAL_WAIT_TIMEOUT traps.
 template <typename T>
 void fcollect_on_stream(const team& t, T* dst, const T* src, std::size_t count, cudaStream_t stream,
                         channel_range channels = {}) {
@@ -83,7 +86,7 @@ void reduce_on_stream(const team& t, T* dst, const T* src, std::size_t count, re
                       channel_range channels = {});
 // Member i's dst[0, count) = op over members of src[i * count, (i + 1) * count).
 template <typename T>
-void reducescatter_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op,
-                             cudaStream_t stream, channel_range channels = {});
+void reducescatter_on_stream(const team& t, T* dst, const T* src, std::size_t count, reduce_op op, cudaStream_t stream,
+                             channel_range channels = {});
 
 }  // namespace shoal

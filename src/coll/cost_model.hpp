@@ -11,9 +11,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -29,9 +29,12 @@ struct coll_model_key {
 };
 
 inline constexpr coll_model_key kCollModelKeys[] = {
-    {"launch_us", &coll_model_table::launch_us, true},        {"step_us", &coll_model_table::step_us, true},
-    {"ll_step_us", &coll_model_table::ll_step_us, true},      {"link_gbps", &coll_model_table::link_gbps, false},
-    {"ll_link_gbps", &coll_model_table::ll_link_gbps, false}, {"local_gbps", &coll_model_table::local_gbps, false},
+    {"launch_us", &coll_model_table::launch_us, true},
+    {"step_us", &coll_model_table::step_us, true},
+    {"ll_step_us", &coll_model_table::ll_step_us, true},
+    {"link_gbps", &coll_model_table::link_gbps, false},
+    {"ll_link_gbps", &coll_model_table::ll_link_gbps, false},
+    {"local_gbps", &coll_model_table::local_gbps, false},
     {"chunk_bytes", &coll_model_table::chunk_bytes, false},
     // Between nodes (the scale model): nothing the runtime picks depends on these.
     {"nic_gbps", &coll_model_table::nic_gbps, false},
@@ -40,7 +43,11 @@ inline constexpr coll_model_key kCollModelKeys[] = {
     {"net_msg_us", &coll_model_table::net_msg_us, true},
 };
 
-// The node shape's keys: whole numbers from 1 to kMaxShapeCount.
+inline constexpr std::size_t kChunkBytesKey = 6;  // kCollModelKeys[6] is chunk_bytes
+static_assert(kCollModelKeys[kChunkBytesKey].name == "chunk_bytes");
+inline constexpr double kMinChunkBytes = 64;
+
+// The node shape's keys: whole numbers from 1 to kMaxShapeCount, and their product no more than that.
 struct coll_model_count_key {
   std::string_view name;
   int coll_model_table::*field;
@@ -60,8 +67,9 @@ inline std::string_view trim(std::string_view s) {
 
 // Parses a table file's text, starting from the default table. `source` names the file in errors.
 // Throws shoal::error(errc::config) naming the source and line for: a line without '=', an unknown
-// key, a key given twice, a value that is not a finite number, a negative value, a zero bandwidth, or a
-// node shape that is not a whole number from 1 up.
+// key, a key given twice, a value that is not a finite number, a negative value, a zero bandwidth, a
+// chunk_bytes below kMinChunkBytes or not whole, or a node shape that is not a whole number from 1 up or whose
+// product passes kMaxShapeCount.
 inline coll_model_table parse_coll_model(std::string_view text, std::string_view source) {
   coll_model_table table;
   constexpr std::size_t kKeys = std::size(kCollModelKeys) + std::size(kCollModelCountKeys);
@@ -106,19 +114,33 @@ inline coll_model_table parse_coll_model(std::string_view text, std::string_view
     }
     if (number < 0 || (number == 0 && !kCollModelKeys[k].zero_allowed))
       fail(fmt::format("{} = {} must be {}", key, value, kCollModelKeys[k].zero_allowed ? ">= 0" : "> 0"));
+    // A staged step carries at least one LL line pair per channel; a tiny chunk would count billions of steps.
+    if (k == kChunkBytesKey && (number < kMinChunkBytes || number != std::floor(number)))
+      fail(fmt::format("{} = {} must be a whole number of bytes from {} up", key, value, kMinChunkBytes));
     table.*kCollModelKeys[k].field = number;
   }
+  if (static_cast<std::int64_t>(table.gpus_per_node) * table.nodes > kMaxShapeCount)
+    throw error(errc::config, "collective cost model",
+                fmt::format("{}: gpus_per_node x nodes = {} x {} is more than {} PEs", source, table.gpus_per_node,
+                            table.nodes, kMaxShapeCount));
   return table;
 }
 
 // Reads a table file. Throws shoal::error(errc::config) when it cannot be read or does not parse.
 inline coll_model_table load_coll_model(const std::string& path) {
-  std::ifstream in(path);
+  // A directory opens as a stream and then reads as nothing, which would parse as the default table.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw error(errc::config, "collective cost model", fmt::format("cannot read {}: it is a directory", path));
+  std::ifstream in(path, std::ios::binary);
   if (!in)
     throw error(errc::config, "collective cost model", fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_coll_model(text.str(), path);
+  std::string text;
+  for (char buffer[4096]; in.read(buffer, sizeof(buffer)) || in.gcount() > 0;)
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+  if (in.bad())  // a read error part-way would otherwise pass as a shorter file
+    throw error(errc::config, "collective cost model", fmt::format("cannot read {}: a read failed", path));
+  return parse_coll_model(text, path);
 }
 
 // A table as file text, every key present; parse_coll_model reads back the same values.

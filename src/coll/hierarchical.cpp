@@ -55,13 +55,14 @@ int hierarchical_chunks(const team& t, node_shape shape, std::size_t bytes, std:
   return hierarchical_chunks(active_coll_model(), shape, bytes, share_count, t.internals().cfg.hierarchical_chunks);
 }
 
-bool runs_hierarchically(const team& t, const team_handle& view, channel_range channels, const void* dst,
-                         const void* src, std::size_t count, std::size_t element_bytes) {
+bool runs_hierarchically(const team& t, const team_handle& view, const void* dst, const void* src, std::size_t count,
+                         std::size_t element_bytes) {
   const world& w = t.owner();
   if (&t != &world_team(w) || view.spans_nodes == 0) return false;
   const int m = node_team(w).size(), nodes = same_local_rank_team(w).size();
   if (m < 2 || nodes < 2 || m * nodes != t.size()) return false;  // irregular nodes: no same-local-rank team
-  if (channels.first != 0 || channels.count != 0) return false;
+  // All of the team's channels, however the caller named them ({} or {0, count}): every PE must decide alike.
+  if (view.channel_first != 0 || view.channel_count != view.channel_total) return false;
   const std::size_t bytes = count * element_bytes;
   const auto* d = static_cast<const std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);

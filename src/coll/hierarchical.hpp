@@ -52,10 +52,10 @@ int hierarchical_chunks(const team& t, node_shape shape, std::size_t bytes, std:
 // model predicts hierarchical faster. Any other forced algorithm runs flat. When any PE has fewer hardware work
 // queues than kHierarchicalWorkQueues (host/work_queues.hpp; the fewest is agreed at init, so every PE decides
 // alike) the model's choice is flat, and a forced hierarchical throws shoal::error(unsupported) naming that PE and
-// the variable to set: it would wait for the proxy forever. `view` is t's device handle for the call (the caller
-// has built it already; building another costs a copy of the team's state per call).
-bool runs_hierarchically(const team& t, const team_handle& view, channel_range channels, const void* dst,
-                         const void* src, std::size_t count, std::size_t element_bytes);
+// the variable to set: it would wait for the proxy forever. `view` is the call's view of t (stream_view: the
+// channels the call asked for), which the caller has built already.
+bool runs_hierarchically(const team& t, const team_handle& view, const void* dst, const void* src, std::size_t count,
+                         std::size_t element_bytes);
 
 // The node and network streams of one pipelined call: to_network() makes the world's network stream wait
 // for what the caller's stream holds so far, from_network() the reverse. A call starts with to_network()

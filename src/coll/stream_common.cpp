@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "host/cuda_check.hpp"
@@ -21,7 +22,8 @@ using shoal::error;
 team_handle stream_view(const team& t, channel_range channels, const char* call) {
   if (!t.valid()) throw error(errc::invalid_argument, call, "the team was destroyed or never created");
   if (!t.member())
-    throw error(errc::invalid_argument, call, fmt::format("PE {} is not a member of this team", t.internals().boot->pe()));
+    throw error(errc::invalid_argument, call,
+                fmt::format("PE {} is not a member of this team", t.internals().boot->pe()));
   if (!t.reachable())
     throw error(errc::unsupported, call,
                 "a member of this team is on another node and this job has no proxy transport (shoal was built "
@@ -39,6 +41,7 @@ team_handle stream_view(const team& t, channel_range channels, const char* call)
 }
 
 void check_buffer(const team& t, const void* p, std::size_t bytes, const char* call, const char* what) {
+  if (p == nullptr && bytes == 0) return;  // a call of count 0 enqueues nothing, and may pass null buffers
   try {
     t.internals().check_symmetric(p, bytes, call);
   } catch (const error& e) {
@@ -63,6 +66,23 @@ void check_op_for_floating(reduce_op op, const char* call) {
   if (is_bit_op(op))
     throw error(errc::invalid_argument, call,
                 fmt::format("operator {} is defined on integer types only", to_string(op)));
+}
+
+void check_reduce_op(reduce_op op, const char* call) {
+  const auto value = static_cast<std::underlying_type_t<reduce_op>>(op);
+  if (value < 0 || value >= kReduceOpCount)
+    throw error(errc::invalid_argument, call,
+                fmt::format("operator {} is not a shoal::reduce_op (0..{}: sum, prod, min, max, bit_and, bit_or, "
+                            "bit_xor)",
+                            value, kReduceOpCount - 1));
+}
+
+std::size_t team_bytes(std::size_t block_bytes, int members, const char* call) {
+  const auto n = static_cast<std::size_t>(members);
+  if (n != 0 && block_bytes > SIZE_MAX / n)
+    throw error(errc::invalid_argument, call,
+                fmt::format("{} members x {} bytes each overflows the size of a buffer", members, block_bytes));
+  return block_bytes * n;
 }
 
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call) {

@@ -18,10 +18,16 @@ namespace shoal::detail {
 // the range is inside the team's channels. Throws shoal::error naming `call`.
 team_handle stream_view(const team& t, channel_range channels, const char* call);
 
-// Throws unless [p, p + bytes) is symmetric (heap or registered) on this PE. `what` names the argument.
+// Throws unless [p, p + bytes) is symmetric (heap or registered) on this PE, or p is null and bytes 0 (a call of
+// count 0). `what` names the argument.
 void check_buffer(const team& t, const void* p, std::size_t bytes, const char* call, const char* what);
 void check_root(const team& t, int root, const char* call);
 void check_op_for_floating(reduce_op op, const char* call);  // bit operators: integers only
+// A reduce_op cast from a number outside the enumeration would enqueue nothing and leave dst as it was.
+void check_reduce_op(reduce_op op, const char* call);
+// Bytes of `members` blocks of `block_bytes` each (fcollect's dst, alltoall's buffers, a reduce-scatter's src);
+// throws naming the block size and the member count when the product overflows size_t.
+std::size_t team_bytes(std::size_t block_bytes, int members, const char* call);
 void check_no_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes, const char* call);
 
 // Threads per CTA of on-stream collective kernels (their launch bound); LL launches take fewer where the

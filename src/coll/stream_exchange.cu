@@ -124,10 +124,10 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
   const team_handle h = detail::stream_view(t, channels, call);
   detail::check_root(t, root, call);
   detail::check_buffer(t, dst, bytes, call, "dst");
-  if (t.my_index() == root) {
-    detail::check_buffer(t, src, bytes, call, "src");
-    if (dst != src) detail::check_no_overlap(dst, bytes, src, bytes, call);
-  }
+  // src too on every member, though only the root's is read: a check the root alone made would throw there
+  // while the others enqueued the kernel and waited for it.
+  detail::check_buffer(t, src, bytes, call, "src");
+  if (dst != src) detail::check_no_overlap(dst, bytes, src, bytes, call);
   if (bytes == 0) return;
   const algorithm algo = h.pick(collective::broadcast, bytes, algorithm::direct);
   if (detail::exchanges_with_copy_engines(t, algo, bytes)) {
@@ -148,11 +148,13 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
                               channel_range channels) {
   constexpr const char* call = "shoal::fcollect_on_stream";
   const team_handle h = detail::stream_view(t, channels, call);
-  const std::size_t dst_bytes = detail::collective_bytes(bytes, std::size_t(t.size()), call);
+  const std::size_t dst_bytes = detail::team_bytes(bytes, t.size(), call);
   detail::check_buffer(t, dst, dst_bytes, call, "dst");
   detail::check_buffer(t, src, bytes, call, "src");
   // In place: this member's block already sits where it goes (every algorithm then copies it onto itself,
-  // or skips it). Any other overlap is an error.
+  // or skips it). Any other overlap is an error. Member 0's in-place src is dst itself, so it cannot tell a
+  // src == dst that every member passed (an overlap on all the others, which throw) from the in-place form:
+  // it runs, and waits for them until SHOAL_WAIT_TIMEOUT (coll_stream.hpp says so).
   const bool in_place = src == static_cast<const std::byte*>(dst) + std::size_t(t.my_index()) * bytes;
   if (!in_place) detail::check_no_overlap(dst, dst_bytes, src, bytes, call);
   if (bytes == 0) return;
@@ -174,7 +176,7 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
                               channel_range channels) {
   constexpr const char* call = "shoal::alltoall_on_stream";
   const team_handle h = detail::stream_view(t, channels, call);
-  const std::size_t all_bytes = detail::collective_bytes(bytes, std::size_t(t.size()), call);
+  const std::size_t all_bytes = detail::team_bytes(bytes, t.size(), call);
   detail::check_buffer(t, dst, all_bytes, call, "dst");
   detail::check_buffer(t, src, all_bytes, call, "src");
   detail::check_no_overlap(dst, all_bytes, src, all_bytes, call);

@@ -154,14 +154,15 @@ void reduce_on_stream_impl(const team& t, T* dst, const T* src, std::size_t coun
                            channel_range channels) {
   const char* call = kScatter ? "shoal::reducescatter_on_stream" : "shoal::reduce_on_stream";
   const team_handle h = stream_view(t, channels, call);
+  check_reduce_op(op, call);
   if constexpr (!is_reduce_integer_v<T>) check_op_for_floating(op, call);
   const std::size_t bytes = collective_bytes(count, sizeof(T), call);
-  const std::size_t src_bytes = kScatter ? collective_bytes(bytes, std::size_t(t.size()), call) : bytes;
+  const std::size_t src_bytes = kScatter ? team_bytes(bytes, t.size(), call) : bytes;
   check_buffer(t, dst, bytes, call, "dst");
   check_buffer(t, src, src_bytes, call, "src");
   if (kScatter || dst != src) check_no_overlap(dst, bytes, src, src_bytes, call);
   if (count == 0) return;
-  if (!kScatter && h.spans_nodes != 0 && runs_hierarchically(t, h, channels, dst, src, count, sizeof(T)))
+  if (!kScatter && h.spans_nodes != 0 && runs_hierarchically(t, h, dst, src, count, sizeof(T)))
     return reduce_hierarchically(t, dst, src, count, op, stream);
   const collective coll = kScatter ? collective::reducescatter : collective::reduce;
   const algorithm algo = h.pick(coll, bytes, kScatter ? algorithm::direct : algorithm::two_shot);

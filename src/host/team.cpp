@@ -37,12 +37,16 @@ state_layout layout_for(std::size_t channels, std::size_t members, std::size_t l
   return l;
 }
 
+// Why a PE refuses a team creation: its request (the split's arguments), or its own collective settings (the
+// environment it read), so that the other PEs' errors point the right way.
+enum class refusal : std::int32_t { none = 0, request = 1, settings = 2 };
+
 // What each PE brings to a team creation: the size of its team (PEs of one split may create different
-// teams) and whether its request was valid. Gathered from all PEs before anything is allocated, so a bad
-// request on any PE fails on every PE instead of leaving the others waiting.
+// teams) and whether it refuses. Gathered from all PEs before anything is allocated, so a bad request or
+// setting on any PE fails on every PE instead of leaving the others waiting.
 struct creation_vote {
   std::int32_t members;
-  std::int32_t ok;
+  refusal refused;
   std::int32_t sms;          // this PE's GPU's SM count
   std::int32_t spans_nodes;  // this PE's team has members on other nodes
   std::uint64_t settings;    // detail::collective_settings_digest: the same on every PE, or no team
@@ -53,24 +57,31 @@ struct creation_result {
   bool any_spans_nodes;  // some PE's team spans nodes: the state is sized for the proxy
 };
 // `failure` is this PE's own error, rethrown as it was when this PE is the one that refused.
-creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes, bool ok, std::uint64_t settings,
-                                  const char* call, const std::string& why, const std::exception_ptr& failure) {
+creation_result agree_on_creation(world::impl& w, int members, bool spans_nodes, refusal refused,
+                                  std::uint64_t settings, const char* call, const std::string& why,
+                                  const std::exception_ptr& failure) {
   int sms = 1;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device) != cudaSuccess) sms = 1;
-  const creation_vote mine{members, ok ? 1 : 0, sms, spans_nodes ? 1 : 0, settings};
+  const creation_vote mine{members, refused, sms, spans_nodes ? 1 : 0, settings};
   std::vector<creation_vote> all(w.boot->n_pes());
   w.boot->all_gather(&mine, all.data(), sizeof(creation_vote));
   // A PE that refused reports its own reason first, whatever other PEs said.
-  if (!ok && failure) std::rethrow_exception(failure);
-  if (!ok) throw error(errc::invalid_argument, call, why);
+  if (refused != refusal::none && failure) std::rethrow_exception(failure);
+  if (refused != refusal::none) throw error(errc::invalid_argument, call, why);
   int largest = 1, fewest_sms = sms;
   bool any_spans = false;
   for (int pe = 0; pe < int(all.size()); ++pe) {
     fewest_sms = std::min(fewest_sms, int(all[pe].sms));
     any_spans |= all[pe].spans_nodes != 0;
-    if (!all[pe].ok)
+    if (all[pe].refused == refusal::request)
       throw error(errc::invalid_argument, call,
                   fmt::format("PE {} refused the team (its request was invalid); no team was created", pe));
+    if (all[pe].refused != refusal::none)
+      throw error(errc::config, call,
+                  fmt::format("PE {} refused the team: its collective settings (SHOAL_ALGO_*, SHOAL_COLL_MODEL, "
+                              "SHOAL_COLL_CE_BYTES or SHOAL_TEAM_SCRATCH_BYTES in its environment) are invalid, and "
+                              "its own error says which; no team was created",
+                              pe));
     largest = std::max(largest, int(all[pe].members));
   }
   // Members pick each call's algorithm on their own, from these settings: where they differ, one member may run
@@ -108,6 +119,7 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   if (layout.valid() && layout.index_of(w.pe()) >= 0)
     for (int i = 0; i < layout.size; ++i) spans_nodes |= wi.on_other_node(layout.pe_at(i));
   std::exception_ptr failure;
+  refusal refused = request_ok ? refusal::none : refusal::request;
   std::uint64_t settings = 0;
   // Everything that can fail on one PE is decided before the vote: the algorithm overrides, the scratch.
   try {
@@ -115,17 +127,17 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
     handle_.tuning = detail::make_tuning(detail::active_coll_model(), std::max(layout.size, 1), getenv_fn);
     hierarchical_reduce_forced_ =
         detail::names_host_composition(collective::reduce, detail::forced_algorithm(collective::reduce, getenv_fn));
-    const char* ce = std::getenv("SHOAL_COLL_CE_BYTES");
-    copy_engine_bytes_ = ce != nullptr ? detail::parse_bytes("SHOAL_COLL_CE_BYTES", ce) : cfg.coll_ce_bytes;
+    // Read again here (init read it too), by the table's rules: empty means the default, and the range holds.
+    copy_engine_bytes_ = detail::config::load().coll_ce_bytes;
     detail::check_team_scratch_bytes(scratch);
     settings = detail::collective_settings_digest(detail::active_coll_model(), getenv_fn, copy_engine_bytes_,
                                                   std::uint64_t(channels), scratch, cfg.hierarchical_chunks);
   } catch (const error&) {
-    request_ok = false;
+    refused = refusal::settings;
     failure = std::current_exception();
   }
-  const creation_result agreed = agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, request_ok,
-                                                   settings, "shoal::team", why, failure);
+  const creation_result agreed = agree_on_creation(wi, layout.valid() ? layout.size : 1, spans_nodes, refused, settings,
+                                                   "shoal::team", why, failure);
   std::uint64_t staged = scratch;
   if (agreed.any_spans_nodes) {
     // Through the proxy each staged step is one message per member and channel: few channels with large

@@ -193,8 +193,10 @@ TEST(CostModel, TableFileErrorsNameTheLine) {
       {"link_gbps = 0\n", "must be > 0"},
       {"step_us = -1\n", "must be >= 0"},
       {"step_us = 1\nstep_us = 2\n", "set twice"},
+      {"chunk_bytes = 1e-300\n", "must be a whole number of bytes from 64"},
+      {"\nchunk_bytes = 4096.5\n", "must be a whole number of bytes from 64"},
   };
-  const int line_of[] = {2, 2, 3, 1, 1, 1, 1, 1, 2};
+  const int line_of[] = {2, 2, 3, 1, 1, 1, 1, 1, 2, 1, 2};
   for (std::size_t i = 0; i < std::size(bad); ++i) {
     try {
       parse_coll_model(bad[i].first, "calib.model");
@@ -210,6 +212,49 @@ TEST(CostModel, TableFileErrorsNameTheLine) {
 
 TEST(CostModel, MissingFileIsAConfigError) {
   EXPECT_THROW(load_coll_model("/nonexistent/shoal-coll.model"), shoal::error);
+}
+
+// A directory opens as a stream and reads as nothing: it must not pass as an empty table (the defaults).
+TEST(CostModel, DirectoryIsAConfigError) {
+  try {
+    load_coll_model(::testing::TempDir());
+    ADD_FAILURE() << "a directory was read as a table";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), errc::config);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
+// Each count may be up to kMaxShapeCount, their product (the PEs of the shape, an int) too.
+TEST(CostModel, NodeShapeProductIsBounded) {
+  EXPECT_NO_THROW(parse_coll_model("gpus_per_node = 1024\nnodes = 1024\n", "shape"));
+  try {
+    parse_coll_model("gpus_per_node = 1048576\nnodes = 2\n", "shape");
+    ADD_FAILURE() << "a shape of 2^21 PEs was accepted";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.category(), errc::config);
+    EXPECT_NE(std::string(e.what()).find("1048576 x 2 is more than"), std::string::npos) << e.what();
+  }
+}
+
+// Staged steps round up, and a step count too large for any integer type stays a (huge) double.
+TEST(CostModel, StagedStepsRoundUpWithoutOverflow) {
+  coll_model_table table;
+  table.chunk_bytes = 1000;
+  cost_terms terms;
+  terms.staged = true;
+  terms.steps = 1;
+  for (const auto& [stage, want] : {std::pair{0.0, 1.0}, {1.0, 1.0}, {1000.0, 1.0}, {1001.0, 2.0}, {5500.0, 6.0}}) {
+    terms.stage_bytes = stage;
+    EXPECT_DOUBLE_EQ(steps_of(table, terms), want) << stage;
+  }
+  terms.ll = true;  // LL steps carry half a chunk
+  terms.stage_bytes = 1001;
+  EXPECT_DOUBLE_EQ(steps_of(table, terms), 3.0);
+  table.chunk_bytes = 1e-300;  // only a table built in code can hold this: the parser refuses it
+  terms.ll = false;
+  terms.stage_bytes = 1e6;
+  EXPECT_GT(steps_of(table, terms), 1e300);
 }
 
 // ---- Across nodes: the scale model (predict_net) and the network keys of table files ----

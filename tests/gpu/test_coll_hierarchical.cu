@@ -99,10 +99,10 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
     // Too few queues for its streams and the proxy's: the model must not pick it, and forcing it must say why
     // instead of hanging.
     auto* buf = static_cast<std::int32_t*>(w.malloc(2 * 4096 * sizeof(std::int32_t)));
-    EXPECT_FALSE(detail::runs_hierarchically(t, t.device_handle(), {}, buf, buf + 4096, 4096, 4));
+    EXPECT_FALSE(detail::runs_hierarchically(t, t.device_handle(), buf, buf + 4096, 4096, 4));
     {
       const scoped_env force("SHOAL_ALGO_REDUCE", "hierarchical");
-      EXPECT_THROW(detail::runs_hierarchically(t, t.device_handle(), {}, buf, buf + 4096, 4096, 4), shoal::error);
+      EXPECT_THROW(detail::runs_hierarchically(t, t.device_handle(), buf, buf + 4096, 4096, 4), shoal::error);
     }
     w.free(buf);
     GTEST_SKIP() << "PE " << w.internals().fewest_work_queues_pe << " has " << w.internals().fewest_work_queues
@@ -123,7 +123,7 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
         ++salt;
         auto* src = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
         auto* dst = static_cast<std::int32_t*>(w.malloc(count * sizeof(std::int32_t)));
-        ASSERT_TRUE(detail::runs_hierarchically(t, t.device_handle(), {}, dst, src, count, sizeof(std::int32_t)));
+        ASSERT_TRUE(detail::runs_hierarchically(t, t.device_handle(), dst, src, count, sizeof(std::int32_t)));
         const std::vector<std::int32_t> mine = pe_values(w.pe(), count, salt);
         CUDA_OK(cudaMemcpy(src, mine.data(), count * 4, cudaMemcpyHostToDevice));
         reduce_on_stream(t, dst, src, count, op, nullptr);
@@ -153,7 +153,12 @@ TEST(CollHierarchical, AllReduceMatchesTheReference) {
   }
   // In place it does not apply (the reduce-scatter would overwrite the source): that call runs flat.
   auto* buf = static_cast<std::int32_t*>(w.malloc(4096 * sizeof(std::int32_t)));
-  EXPECT_FALSE(detail::runs_hierarchically(t, t.device_handle(), {}, buf, buf, 4096, 4));
+  EXPECT_FALSE(detail::runs_hierarchically(t, t.device_handle(), buf, buf, 4096, 4));
+  // All channels named explicitly count as all of them; a part of them runs flat (its own channels only).
+  const team_handle all = t.device_handle();
+  EXPECT_TRUE(detail::runs_hierarchically(t, all.channels(0, all.channel_count), buf, buf + 2048, 2048, 4));
+  if (all.channel_count > 1)
+    EXPECT_FALSE(detail::runs_hierarchically(t, all.channels(1, all.channel_count - 1), buf, buf + 2048, 2048, 4));
   w.free(buf);
 }
 

@@ -522,8 +522,8 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
   float* local = nullptr;
   ASSERT_EQ(cudaMalloc(&local, kElems * std::size_t(n) * sizeof(float)), cudaSuccess);
   std::vector<float> host(kElems * std::size_t(n));
-  // Every PE its own team of one: broadcast checks src only at the root, so a src the root alone
-  // refuses is tested where every PE is the root.
+  // Every PE its own team of one, where every PE is the root. Broadcast checks src on every member, not only
+  // the root (which would throw alone while the others enqueued the kernel and waited): tested on both.
   auto [self, column] = split_2d(w, t, 1);
 
   {
@@ -535,6 +535,7 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
       EXPECT_THROW(reducescatter_on_stream(t, sym, bad, 8, reduce_op::sum, s), shoal::error);
       EXPECT_THROW(broadcast_on_stream(t, bad, sym, 8, 0, s), shoal::error);
       EXPECT_THROW(broadcast_on_stream(self, sym, bad, 8, 0, s), shoal::error);
+      EXPECT_THROW(broadcast_on_stream(t, sym, bad, 8, 0, s), shoal::error);
       EXPECT_THROW(fcollect_on_stream(t, bad, sym, 8, s), shoal::error);
       EXPECT_THROW(fcollect_on_stream(t, sym, bad, 8, s), shoal::error);
       EXPECT_THROW(alltoall_on_stream(t, bad, sym, 8, s), shoal::error);
@@ -579,6 +580,7 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
     EXPECT_THROW(fcollect_on_stream(t, sym, sym + 1, 8, s), shoal::error);
     EXPECT_THROW(alltoall_on_stream(t, sym + 3, sym, 8, s), shoal::error);
     EXPECT_THROW(broadcast_on_stream(self, sym + 1, sym, 8, 0, s), shoal::error);
+    EXPECT_THROW(broadcast_on_stream(t, sym + 1, sym, 8, 0, s), shoal::error);
   }
   {
     SCOPED_TRACE("channels outside the team's");
@@ -590,6 +592,15 @@ TEST(CollStream, BadArgumentsThrowAndTeamStaysUsable) {
       EXPECT_THROW(fcollect_on_stream(t, sym, sym + kElems, 8, s, bad), shoal::error);
       EXPECT_THROW(barrier_on_stream(t, s, bad), shoal::error);
     }
+  }
+  {
+    SCOPED_TRACE("a count of 0 with null buffers is no call, and a reduce_op outside the enumeration is refused");
+    EXPECT_NO_THROW(reduce_on_stream<float>(t, nullptr, nullptr, 0, reduce_op::sum, s));
+    EXPECT_NO_THROW(reducescatter_on_stream<float>(t, nullptr, nullptr, 0, reduce_op::max, s));
+    EXPECT_NO_THROW(broadcast_on_stream<float>(t, nullptr, nullptr, 0, 0, s));
+    EXPECT_NO_THROW(fcollect_on_stream<float>(t, nullptr, nullptr, 0, s));
+    EXPECT_NO_THROW(alltoall_on_stream<float>(t, nullptr, nullptr, 0, s));
+    EXPECT_THROW(reduce_on_stream(t, sym, sym, 8, static_cast<reduce_op>(kReduceOpCount), s), shoal::error);
   }
   s.wait("nothing was enqueued");
   cudaFree(local);
