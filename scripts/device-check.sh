@@ -132,6 +132,7 @@ done
              "overlong-put:device check failed.*bytes, past the symmetric object" \
              "past-mapped-put:device check failed.*bytes, past the symmetric object" \
              "grid-too-large:device check failed.*grid of 4294967296 threads" \
+             "team-after-destroy:device check failed.*team used after destroy" \
              "wait-timeout:timed out after .* waiting for wait_until.*waiting for value == -42$" \
              "vector-timeout:timed out after .* waiting for wait_until_all"; do
   mode=${probe%%:*} pattern=${probe#*:}

@@ -53,9 +53,9 @@ inline constexpr ll_only_t ll_only{};
 // The element types of the collectives: 8- to 64-bit integers, half, bfloat16, float, double.
 // The standard signed and unsigned integer types and char (not bool, wchar_t or the charN_t types).
 template <typename T>
-inline constexpr bool is_reduce_integer_v =
-    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, wchar_t> &&
-    !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+inline constexpr bool is_reduce_integer_v = std::is_integral_v<T> && sizeof(T) <= 8 && !std::is_same_v<T, bool> &&
+                                            !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
+                                            !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
 template <typename T>
 inline constexpr bool is_reduce_floating_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                              std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
@@ -72,7 +72,7 @@ constexpr bool op_defined_for(reduce_op op) {
 }
 template <typename T, reduce_op Op>
 inline constexpr bool op_defined_for_v = is_reduce_type_v<T> && (is_reduce_integer_v<T> || !(Op == reduce_op::bit_and ||
-                                                                                            Op == reduce_op::bit_or ||
-                                                                                            Op == reduce_op::bit_xor));
+                                                                                             Op == reduce_op::bit_or ||
+                                                                                             Op == reduce_op::bit_xor));
 
 }  // namespace shoal

@@ -3,7 +3,10 @@
 // the proxy completes by quiet() or barrier_all() (the other atomics fetch, so they wait). Within a node data moves
 // with the GPU's copy engines (p and g too); atomics launch a one-thread kernel on the world's internal stream. For
 // calls ordered with your own GPU work, use the *_on_stream forms of shoal/stream.hpp instead.
-// Errors (PE out of range, address outside the heap, unreachable PE) throw shoal::error naming the call.
+// Errors (PE out of range, address outside the heap, unreachable PE, a null local buffer with bytes to move, a
+// put or get to this PE whose ranges partly overlap) throw shoal::error naming the call. A call of 0 bytes
+// may pass null pointers. Calls may come from several host threads of one PE (each with the PE's device
+// current): they share the world's internal stream, and the atomics take turns on their one result slot.
 #pragma once
 
 #include <concepts>

@@ -34,8 +34,8 @@ struct coll_tuning {
 };
 
 struct team_handle {
-  device_handle world;     // the world this team belongs to
-  team_layout layout;      // members, as world PEs
+  device_handle world;      // the world this team belongs to
+  team_layout layout;       // members, as world PEs
   std::int32_t index = -1;  // this PE's index in the team, or -1 when it is not a member
   std::int32_t channel_first = 0;
   std::int32_t channel_count = 0;
@@ -49,8 +49,12 @@ struct team_handle {
   std::byte* ll = nullptr;         // [channel_total][2][size][ll_bytes], symmetric: part i written by member i
   std::byte* staged = nullptr;     // [channel_total][2][size][staged_bytes], the same for staged steps' raw data
   coll_tuning tuning;
+  // This team's id on this PE, which the state's word after calls[] (live_word) holds until the team is
+  // destroyed: debug builds check it at every collective, so a destroyed team's handle traps.
+  std::uint64_t id = 0;
 
   SHOAL_HD constexpr bool member() const { return index >= 0; }
+  SHOAL_HD std::uint64_t* live_word() const { return calls + channel_total; }
   SHOAL_HD constexpr int size() const { return layout.size; }
 
   // A view of `count` channels starting at this view's channel `first`, for concurrent collectives.
@@ -80,7 +84,8 @@ struct team_handle {
     else if (bytes <= tuning.one_shot_max_bytes[c])
       a = algorithm::one_shot;
     if (spans_nodes == 0) return a;
-    if (coll == collective::reduce || coll == collective::reducescatter || a == algorithm::ll) return algorithm::one_shot;
+    if (coll == collective::reduce || coll == collective::reducescatter || a == algorithm::ll)
+      return algorithm::one_shot;
     return a == algorithm::one_shot ? a : algorithm::direct;
   }
 

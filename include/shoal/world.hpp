@@ -24,9 +24,9 @@ struct init_options {
 };
 
 struct heap_stats {
-  std::uint64_t used;      // bytes in live allocations (per PE; the same on every PE)
-  std::uint64_t mapped;    // bytes of GPU memory committed per PE
-  std::uint64_t max_size;  // the most the heap may grow to per PE (SHOAL_HEAP_MAX_SIZE)
+  std::uint64_t used;        // bytes in live allocations (per PE; the same on every PE)
+  std::uint64_t mapped;      // bytes of GPU memory committed per PE
+  std::uint64_t max_size;    // the most the heap may grow to per PE (SHOAL_HEAP_MAX_SIZE)
   std::uint64_t chunk_size;  // it grows by whole chunks (SHOAL_HEAP_CHUNK_SIZE, rounded to the GPU's granule)
 };
 
@@ -57,9 +57,10 @@ class world {
   // returns from a call that grew the heap before every PE has mapped the new memory, so it may be a
   // target at once.
 
-  void* malloc(std::size_t bytes);                        // 256-byte aligned
-  void* calloc(std::size_t count, std::size_t size);      // zeroed on every PE before any PE returns
-  void* align(std::size_t alignment, std::size_t bytes);  // alignment: a power of two
+  void* malloc(std::size_t bytes);                    // 256-byte aligned
+  void* calloc(std::size_t count, std::size_t size);  // zeroed on every PE before any PE returns
+  // alignment: a power of two, at most the heap's (the GPU's allocation granularity: 2 MiB on H100 and H200)
+  void* align(std::size_t alignment, std::size_t bytes);
   // Waits for this PE's device work to finish (as cudaFree does) and for its requests to other nodes to
   // complete (quiet), then frees on every PE: nothing a PE issued before its free lands in the memory
   // after any PE has freed it.
@@ -71,10 +72,12 @@ class world {
   }
 
   // Collective over all PEs, in the same order with the same size everywhere: makes this PE's device
-  // buffer [p, p + bytes) (any device memory, e.g. from cudaMalloc or a framework's allocator) act as a
-  // symmetric object: device and host RMA accept addresses inside it and reach the matching buffer of
-  // the target PE (node-local PEs, through CUDA IPC). At most 64 buffers at a time. Unregister (also
-  // collective) before freeing the memory.
+  // buffer [p, p + bytes) act as a symmetric object: device and host RMA accept addresses inside it and reach
+  // the matching buffer of the target PE (node-local PEs, through CUDA IPC). The memory must be one that
+  // cudaIpcGetMemHandle exports (cudaMalloc's, or a framework allocator's built on it; not cuMemCreate's, the
+  // default cudaMallocAsync pool's or managed memory), and every PE's buffer must start at the same offset
+  // modulo 256 bytes from a 256-byte boundary (cudaMalloc's pointers all do). At most 64 buffers at a time.
+  // Unregister (also collective) before freeing the memory.
   void register_buffer(void* p, std::size_t bytes);
   void unregister_buffer(void* p);
 

@@ -1,6 +1,7 @@
 // Host-initiated blocking RMA and atomics (shoal/host_rma.hpp).
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "host/cuda_check.hpp"
@@ -59,6 +60,8 @@ void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes
 // PEs on other nodes: the device call in a one-thread kernel on the world's stream (proxy_calls.hpp).
 void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
+  if (s.nothing_to_move(dst, bytes, pe, "shoal::put")) return;
+  detail::check_local_buffer(src, bytes, "shoal::put");
   if (s.proxy && s.on_other_node(pe)) {
     s.offset_of(dst, bytes, "shoal::put");
     if (bytes == 0) return;
@@ -66,11 +69,13 @@ void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
     return detail::proxy_synchronize(s, s.stream);
   }
   void* remote = s.reachable(dst, bytes, pe, "shoal::put");
-  if (bytes != 0) blocking_copy(s, remote, src, bytes);
+  if (detail::copy_needed(remote, src, bytes, "shoal::put")) blocking_copy(s, remote, src, bytes);
 }
 
 void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
   world::impl& s = w.internals();
+  if (s.nothing_to_move(src, bytes, pe, "shoal::get")) return;
+  detail::check_local_buffer(dst, bytes, "shoal::get");
   if (s.proxy && s.on_other_node(pe)) {
     s.offset_of(src, bytes, "shoal::get");
     if (bytes == 0) return;
@@ -78,7 +83,7 @@ void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
     return detail::proxy_synchronize(s, s.stream);
   }
   void* remote = s.reachable(src, bytes, pe, "shoal::get");
-  if (bytes != 0) blocking_copy(s, dst, remote, bytes);
+  if (detail::copy_needed(dst, remote, bytes, "shoal::get")) blocking_copy(s, dst, remote, bytes);
 }
 
 void quiet(world& w) {
@@ -97,20 +102,55 @@ void barrier_all(world& w) {
   s.boot->barrier();
 }
 
+namespace {
+// The call as errors name it (add and inc run as fetch_add).
+const char* atomic_call(atomic_kind kind) {
+  switch (kind) {
+    case atomic_kind::fetch:
+      return "shoal::atomic_fetch";
+    case atomic_kind::set:
+      return "shoal::atomic_set";
+    case atomic_kind::swap:
+      return "shoal::atomic_swap";
+    case atomic_kind::compare_swap:
+      return "shoal::atomic_compare_swap";
+    case atomic_kind::fetch_add:
+      return "shoal::atomic_fetch_add";
+    case atomic_kind::fetch_and:
+      return "shoal::atomic_fetch_and";
+    case atomic_kind::fetch_or:
+      return "shoal::atomic_fetch_or";
+    case atomic_kind::fetch_xor:
+      return "shoal::atomic_fetch_xor";
+  }
+  return nullptr;
+}
+}  // namespace
+
 template <host_atomic_arithmetic T>
 T host_atomic(world& w, atomic_kind kind, T* target, T operand, T cond, int pe) {
+  const char* call = atomic_call(kind);
+  // host_atomic is public: a kind outside the enumeration, or a bit operation on a float, would run nothing.
+  if (call == nullptr)
+    throw error(errc::invalid_argument, "shoal::host_atomic",
+                "atomic kind " + std::to_string(static_cast<int>(kind)) + " is not a shoal::atomic_kind");
+  if (!host_atomic_integer<T> && kind != atomic_kind::fetch && kind != atomic_kind::set && kind != atomic_kind::swap &&
+      kind != atomic_kind::fetch_add)
+    throw error(errc::invalid_argument, call, "defined on integer types only");
   world::impl& s = w.internals();
   if (s.proxy && s.on_other_node(pe)) {
-    s.check_pe(pe, "shoal::atomic");
-    s.offset_of(target, sizeof(T), "shoal::atomic");  // on another node only heap objects are reachable
-    s.host_atomics_posted |= kind == atomic_kind::set;  // posted, not waited for: quiet or barrier_all completes it
+    s.check_pe(pe, call);
+    s.offset_of(target, sizeof(T), call);  // on another node only heap objects are reachable
   } else {
-    s.reachable(target, sizeof(T), pe, "shoal::atomic");
+    s.reachable(target, sizeof(T), pe, call);
   }
   if (reinterpret_cast<std::uintptr_t>(target) % sizeof(T) != 0)
-    throw error(errc::invalid_argument, "shoal::atomic",
-                "target is not aligned to " + std::to_string(sizeof(T)) + " bytes");
-  T* result = static_cast<T*>(s.atomic_result);  // mapped pinned memory: the kernel writes it directly
+    throw error(errc::invalid_argument, call, "target is not aligned to " + std::to_string(sizeof(T)) + " bytes");
+  // One result slot and one stream per world: host threads making atomics at once take turns.
+  std::lock_guard lock(s.atomic_mutex);
+  if (s.proxy && s.on_other_node(pe))
+    s.host_atomics_posted |= kind == atomic_kind::set;  // posted, not waited for: quiet or barrier_all completes it
+  T* result = static_cast<T*>(s.atomic_result);         // mapped pinned memory: the kernel writes it directly
   host_atomic_kernel<<<1, 1, 0, s.stream>>>(w.device_handle(), kind, target, operand, cond, pe, result);
   SHOAL_CUDA_CHECK(cudaGetLastError());
   detail::proxy_synchronize(s, s.stream);

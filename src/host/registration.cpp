@@ -56,9 +56,9 @@ void vote(world::impl& w, bool ok, const std::string& why, const char* call) {
   const int refused = detail::first_pe_voting_no(*w.boot, ok);
   if (!ok) throw error(errc::invalid_argument, call, why + "; no PE registered it");
   if (refused >= 0)
-    throw error(errc::invalid_argument, call,
-                fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it",
-                            refused));
+    throw error(
+        errc::invalid_argument, call,
+        fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", refused));
 }
 
 }  // namespace
@@ -106,6 +106,18 @@ void world::register_buffer(void* p, std::size_t bytes) {
   std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
   w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
   vote(w, mine.ok != 0, why, call);
+  // A registered object lies at the same offset in every PE's buffer, so the buffers must start alike aligned:
+  // else a word aligned here is misaligned on a peer, and an atomic or signal there faults and takes the CUDA
+  // context with it. (Allocations start 256-byte aligned, so the offsets tell.) Judged from the gathered offers,
+  // so every PE refuses alike.
+  constexpr std::uint64_t kAlignment = 256;
+  for (std::size_t pe = 1; pe < all.size(); ++pe)
+    if (all[pe].offset % kAlignment != all[0].offset % kAlignment)
+      throw error(errc::invalid_argument, call,
+                  fmt::format("PE {}'s buffer starts {} bytes past a {}-byte boundary and PE 0's {}: an object "
+                              "would be aligned differently on the two; register buffers that start alike "
+                              "aligned (as cudaMalloc returns them); no PE registered it",
+                              pe, all[pe].offset % kAlignment, kAlignment, all[0].offset % kAlignment));
 
   impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
   why.clear();

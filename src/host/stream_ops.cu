@@ -1,5 +1,6 @@
 // Stream-ordered RMA, signals, waits and barriers (shoal/stream.hpp).
 #include <cstdio>
+#include <string>
 
 #include "coll/stream_common.hpp"
 #include "host/cuda_check.hpp"
@@ -68,12 +69,28 @@ void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, si
 }  // namespace
 
 namespace {
-void require_stream_ordered(const void* local, const char* call) {
-  if (detail::is_pageable(local))
+// Both ends of the buffer: a pinned registration (cudaHostRegister) may cover only its start.
+void require_stream_ordered(const void* local, std::size_t bytes, const char* call) {
+  detail::check_local_buffer(local, bytes, call);
+  if (bytes == 0) return;
+  if (detail::is_pageable(local) || detail::is_pageable(static_cast<const std::byte*>(local) + bytes - 1))
     throw error(errc::invalid_argument, call,
                 "the local buffer is pageable host memory: copying it would block the call and cannot be "
                 "captured in a CUDA graph; use device memory or pinned host memory (cudaMallocHost / "
                 "cudaHostRegister)");
+}
+// A sig_op or cmp cast from a number outside its enumeration: an op would run as a set, a comparison would never
+// hold and its wait would trap at the timeout.
+void require_sig_op(sig_op op, const char* call) {
+  if (op == sig_op::set || op == sig_op::add) return;
+  throw error(errc::invalid_argument, call,
+              "signal operation " + std::to_string(static_cast<int>(op)) + " is not a shoal::sig_op (set, add)");
+}
+void require_cmp(cmp op, const char* call) {
+  const int value = static_cast<int>(op);
+  if (value >= static_cast<int>(cmp::eq) && value <= static_cast<int>(cmp::le)) return;
+  throw error(errc::invalid_argument, call,
+              "comparison " + std::to_string(value) + " is not a shoal::cmp (eq, ne, gt, ge, lt, le)");
 }
 // A signal word is a 64-bit atomic: misaligned, the kernel that updates or waits on it would fault and
 // take the CUDA context with it.
@@ -94,33 +111,42 @@ bool through_proxy(world& w, int pe, const void* symmetric, std::size_t bytes, c
 }
 
 void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  if (through_proxy(w, pe, dst, bytes, "shoal::put_on_stream")) {
-    if (bytes != 0) require_stream_ordered(src, "shoal::put_on_stream");
+  constexpr const char* call = "shoal::put_on_stream";
+  if (w.internals().nothing_to_move(dst, bytes, pe, call)) return;
+  if (through_proxy(w, pe, dst, bytes, call)) {
+    require_stream_ordered(src, bytes, call);
     if (bytes != 0) detail::proxy_put_on_stream(w.internals(), dst, src, bytes, pe, stream);
     return;
   }
-  void* remote = w.internals().reachable(dst, bytes, pe, "shoal::put_on_stream");
-  if (bytes != 0) require_stream_ordered(src, "shoal::put_on_stream");
-  if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
+  void* remote = w.internals().reachable(dst, bytes, pe, call);
+  require_stream_ordered(src, bytes, call);
+  if (detail::copy_needed(remote, src, bytes, call))
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
 }
 
 void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  if (through_proxy(w, pe, src, bytes, "shoal::get_on_stream")) {
-    if (bytes != 0) require_stream_ordered(dst, "shoal::get_on_stream");
+  constexpr const char* call = "shoal::get_on_stream";
+  if (w.internals().nothing_to_move(src, bytes, pe, call)) return;
+  if (through_proxy(w, pe, src, bytes, call)) {
+    require_stream_ordered(dst, bytes, call);
     if (bytes != 0) detail::proxy_get_on_stream(w.internals(), dst, src, bytes, pe, stream);
     return;
   }
-  void* remote = w.internals().reachable(src, bytes, pe, "shoal::get_on_stream");
-  if (bytes != 0) require_stream_ordered(dst, "shoal::get_on_stream");
-  if (bytes != 0) SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
+  void* remote = w.internals().reachable(src, bytes, pe, call);
+  require_stream_ordered(dst, bytes, call);
+  if (detail::copy_needed(dst, remote, bytes, call))
+    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
 }
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
   require_signal_word(sig, "shoal::put_signal_on_stream");
+  require_sig_op(op, "shoal::put_signal_on_stream");
   if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::put_signal_on_stream")) {
-    w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
-    if (bytes != 0) require_stream_ordered(src, "shoal::put_signal_on_stream");
+    if (!w.internals().nothing_to_move(dst, bytes, pe, "shoal::put_signal_on_stream"))
+      w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
+    require_stream_ordered(src, bytes, "shoal::put_signal_on_stream");
+    if (bytes == 0) return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);  // no data
     detail::proxy_put_signal_on_stream(w.internals(), dst, src, bytes, sig, value, op, pe, stream);
     return;
   }
@@ -132,6 +158,7 @@ void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t byte
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
   require_signal_word(sig, "shoal::signal_op_on_stream");
+  require_sig_op(op, "shoal::signal_op_on_stream");
   if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::signal_op_on_stream"))
     return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);
   auto* remote_sig = static_cast<std::uint64_t*>(
@@ -142,6 +169,7 @@ void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_
 void signal_wait_until_on_stream(world& w, std::uint64_t* sig, cmp op, std::uint64_t value, cudaStream_t stream) {
   world::impl& s = w.internals();
   require_signal_word(sig, "shoal::signal_wait_until_on_stream");
+  require_cmp(op, "shoal::signal_wait_until_on_stream");
   s.reachable(sig, sizeof(std::uint64_t), w.pe(), "shoal::signal_wait_until_on_stream");
   if (op == cmp::ge || op == cmp::eq) {
     unsigned flags = op == cmp::ge ? CU_STREAM_WAIT_VALUE_GEQ : CU_STREAM_WAIT_VALUE_EQ;

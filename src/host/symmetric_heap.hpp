@@ -38,6 +38,12 @@ class symmetric_heap {
   std::uint64_t mapped() const { return mapped_; }
   std::uint64_t max_size() const { return stride_; }
   std::uint64_t chunk_size() const { return chunk_size_; }
+  // The largest alignment every PE's slot start is sure to have: the reservation's (the GPU's granularity) and
+  // the stride's lowest set bit, whichever is less. An offset so aligned is aligned on every PE.
+  std::uint64_t alignment() const {
+    const std::uint64_t stride_bit = stride_ & (~stride_ + 1);
+    return stride_bit != 0 && stride_bit < granularity_ ? stride_bit : granularity_;
+  }
 
   // Collective over all PEs with the same `bytes`: maps whole chunks until at least `bytes` per PE are
   // mapped. Throws shoal::error on every PE when any PE cannot commit, map, pass or import the new chunks

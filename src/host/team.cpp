@@ -11,12 +11,22 @@
 #include "base/log.hpp"
 #include "bootstrap/node_map.hpp"
 #include "coll/tuning.hpp"
+#include "host/cuda_check.hpp"
 #include "host/world_impl.hpp"
 
 namespace shoal {
 namespace {
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+// A live team's id: a tag in the high bits, so that zeroed or freed memory (or a small counter a user's data
+// left there) does not pass for one, and the creation's number in the low.
+constexpr std::uint64_t kLiveTeamTag = 0x5EA7'0000'0000'0000ull;
+
+void write_live_word(world::impl& w, const team_handle& h, std::uint64_t value) {
+  SHOAL_CUDA_CHECK(cudaMemcpyAsync(h.live_word(), &value, sizeof(value), cudaMemcpyHostToDevice, w.stream));
+  SHOAL_CUDA_CHECK(cudaStreamSynchronize(w.stream));
+}
 
 // Channels and least staged scratch per channel, parity and member of a team creation in which some team
 // spans nodes (see pick() in team_handle.hpp: such teams run staged and direct steps through the proxy).
@@ -30,7 +40,8 @@ struct state_layout {
 };
 state_layout layout_for(std::size_t channels, std::size_t members, std::size_t ll_bytes, std::size_t staged_bytes) {
   state_layout l{};
-  l.flags_offset = round_up(channels * sizeof(std::uint64_t), 256);
+  // calls[channels], then the word that holds the team's id while it lives (team_handle::live_word).
+  l.flags_offset = round_up((channels + 1) * sizeof(std::uint64_t), 256);
   l.ll_offset = round_up(l.flags_offset + channels * members * sizeof(std::uint64_t), 256);
   l.staged_offset = round_up(l.ll_offset + channels * 2 * members * ll_bytes, 256);
   l.bytes = l.staged_offset + channels * 2 * members * staged_bytes;
@@ -164,6 +175,10 @@ team::team(world& w, team_layout layout, bool request_ok, const std::string& why
   handle_.flags = reinterpret_cast<std::uint64_t*>(base + sl.flags_offset);
   handle_.ll = base + sl.ll_offset;
   handle_.staged = base + sl.staged_offset;
+  // Debug builds' device calls compare this with the state's word, which destroy clears: a kernel handed the
+  // handle of a destroyed team traps instead of using freed (perhaps reallocated) heap memory.
+  handle_.id = kLiveTeamTag | ++wi.teams_created;
+  write_live_word(wi, handle_, handle_.id);
   // Members on other nodes are reached through the proxy, when the job has one.
   reachable_ = !spans_nodes || wi.proxy != nullptr;
 }
@@ -207,10 +222,16 @@ void team::destroy() {
   if (world_ == nullptr) return;
   world::impl* w = std::exchange(world_, nullptr);
   void* state = std::exchange(state_, nullptr);
-  handle_ = team_handle{};  // every query now reports no members, as for a team never created
+  const team_handle was = std::exchange(handle_, team_handle{});  // every query now reports no members
   // After finalize the state went with the heap, and no PE meets any more: nothing to free.
   if (std::exchange(world_alive_, {}).expired()) return;
-  if (state != nullptr) w->free(state);
+  if (state == nullptr) return;
+  try {
+    write_live_word(*w, was, 0);
+  } catch (const std::exception& e) {  // still free: the other members are meeting in free
+    SHOAL_LOG_WARN(coll, "team destroy: clearing the team's live word: {}", e.what());
+  }
+  w->free(state);
 }
 
 team_handle team::device_handle() const {

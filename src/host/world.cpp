@@ -211,6 +211,20 @@ bool detail::is_host_memory(const void* p) {
   return type == cudaMemoryTypeUnregistered || type == cudaMemoryTypeHost;
 }
 
+void detail::check_local_buffer(const void* local, std::size_t bytes, const char* call) {
+  if (local == nullptr && bytes != 0)
+    throw error(errc::invalid_argument, call, fmt::format("the local buffer is null ({} bytes to move)", bytes));
+}
+
+bool detail::copy_needed(const void* to, const void* from, std::size_t bytes, const char* call) {
+  if (to == from || bytes == 0) return false;
+  const auto x = reinterpret_cast<std::uintptr_t>(to), y = reinterpret_cast<std::uintptr_t>(from);
+  if (x < y + bytes && y < x + bytes)
+    throw error(errc::invalid_argument, call,
+                fmt::format("the destination [{}, +{}) and the source [{}, +{}) overlap", to, bytes, from, bytes));
+  return true;
+}
+
 void world::impl::require_device(const char* call) const {
   if (device == kNoDevice)
     throw error(errc::unsupported, call, "this world was created with kNoDevice: it has no GPU and no symmetric heap");
@@ -338,10 +352,12 @@ int world::device() const noexcept { return impl_ ? impl_->device : kNoDevice; }
 int world::work_queues() const noexcept { return impl_ ? impl_->work_queues.count : 0; }
 shoal::bootstrap& world::bootstrap() const { return *live("shoal::world::bootstrap").boot; }
 
-void* world::malloc(std::size_t bytes) { return live("shoal::world::malloc").align(256, bytes); }
+void* world::malloc(std::size_t bytes) {
+  return live("shoal::world::malloc").align(256, bytes, "shoal::world::malloc");
+}
 
 void* world::align(std::size_t alignment, std::size_t bytes) {
-  return live("shoal::world::align").align(alignment, bytes);
+  return live("shoal::world::align").align(alignment, bytes, "shoal::world::align");
 }
 
 namespace {
@@ -350,8 +366,9 @@ namespace {
 // error for an argument it cannot take: thrown after the agreement, never before it (see impl::agree). A
 // bad argument on one PE then fails the agreement on every PE; the same bad argument on every PE fails
 // each PE with its refusal.
-void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const std::optional<error>& refusal) {
-  w.agree(world::impl::collective_kind::allocate, bytes, alignment, "shoal::world::malloc");
+void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const std::optional<error>& refusal,
+               const char* call) {
+  w.agree(world::impl::collective_kind::allocate, bytes, alignment, call);
   if (refusal) throw *refusal;
   if (bytes == 0) return nullptr;
   std::optional<std::uint64_t> offset = w.allocator->allocate(bytes, alignment);
@@ -359,7 +376,7 @@ void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const s
     // Deterministic on every PE: the same allocator state asks for the same growth.
     std::uint64_t needed = w.allocator->capacity_needed(bytes, alignment);
     if (needed > w.heap->max_size())
-      throw error(errc::out_of_memory, "shoal::world::malloc",
+      throw error(errc::out_of_memory, call,
                   fmt::format("{} bytes aligned to {} do not fit: the heap may grow to {} bytes per PE "
                               "(SHOAL_HEAP_MAX_SIZE), of which {} are in use; nothing was allocated",
                               bytes, alignment, w.heap->max_size(), w.allocator->used()));
@@ -367,7 +384,7 @@ void* allocate(world::impl& w, std::size_t alignment, std::size_t bytes, const s
     w.allocator->grow(w.heap->mapped());
     w.publish_heap_mapped();
     offset = w.allocator->allocate(bytes, alignment);
-    if (!offset) throw error(errc::internal, "shoal::world::malloc", "allocation failed after growing the heap");
+    if (!offset) throw error(errc::internal, call, "allocation failed after growing the heap");
   }
   return w.heap->base() + *offset;
 }
@@ -383,13 +400,17 @@ void world::impl::publish_heap_mapped() {
   SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-void* world::impl::align(std::size_t alignment, std::size_t bytes) {
-  require_device("shoal::world::align");
+void* world::impl::align(std::size_t alignment, std::size_t bytes, const char* call) {
+  require_device(call);
   std::optional<error> refusal;
   if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    refusal.emplace(errc::invalid_argument, "shoal::world::align",
-                    fmt::format("alignment {} is not a power of two", alignment));
-  return allocate(*this, alignment, bytes, refusal);
+    refusal.emplace(errc::invalid_argument, call, fmt::format("alignment {} is not a power of two", alignment));
+  else if (alignment > heap->alignment())
+    refusal.emplace(errc::invalid_argument, call,
+                    fmt::format("alignment {} is more than the symmetric heap can give on every PE ({}: its slots lie "
+                                "that far apart and no further aligned)",
+                                alignment, heap->alignment()));
+  return allocate(*this, alignment, bytes, refusal, call);
 }
 
 void* world::calloc(std::size_t count, std::size_t size) { return live("shoal::world::calloc").calloc(count, size); }
@@ -400,10 +421,10 @@ void* world::align_array(std::size_t alignment, std::size_t count, std::size_t s
 
 void* world::impl::align_array(std::size_t alignment, std::size_t count, std::size_t size, const char* call) {
   require_device(call);
-  if (size == 0 || count <= SIZE_MAX / size) return align(alignment, count * size);
+  if (size == 0 || count <= SIZE_MAX / size) return align(alignment, count * size, call);
   // Agreed as SIZE_MAX bytes, which a matching call on another PE could not allocate either.
   return allocate(*this, alignment, SIZE_MAX,
-                  error(errc::invalid_argument, call, fmt::format("{} x {} bytes overflows", count, size)));
+                  error(errc::invalid_argument, call, fmt::format("{} x {} bytes overflows", count, size)), call);
 }
 
 void* world::impl::calloc(std::size_t count, std::size_t size) {

@@ -29,6 +29,11 @@ namespace detail {
 bool is_pageable(const void* p);
 // True for any host memory, pinned or pageable (what the proxy must copy with the CPU: proxy_calls.cu).
 bool is_host_memory(const void* p);
+// The local buffer of a put or get that moves `bytes`: throws naming `call` when it is null and bytes > 0.
+void check_local_buffer(const void* local, std::size_t bytes, const char* call);
+// Whether a copy from `from` to `to` has anything to do: false for one range onto itself (a put or get of an
+// object to this PE itself). A partial overlap throws naming `call`: cudaMemcpy's result there is undefined.
+bool copy_needed(const void* to, const void* from, std::size_t bytes, const char* call);
 }  // namespace detail
 
 // A stream that work forks to from a caller's stream (record `fork` there, wait on it here) and joins back
@@ -66,6 +71,7 @@ struct world::impl {
   std::unique_ptr<detail::symmetric_heap> heap;
   std::optional<detail::heap_allocator> allocator;
   std::uint64_t collective_calls = 0;  // numbers heap calls, so mismatches name which call disagreed
+  std::uint64_t teams_created = 0;     // numbers this PE's teams (team_handle::id)
 
   // Node layout for the device handle.
   std::vector<int> node_of;  // [n_pes]: the node of every PE (emulated nodes count as nodes)
@@ -135,6 +141,7 @@ struct world::impl {
   // variable would wait for the kernel inside the CUDA driver, and across nodes that kernel waits for
   // the proxy thread, whose CUDA calls that wait can hold up (seen at 4 PEs on 2 emulated nodes).
   void* atomic_result = nullptr;
+  std::mutex atomic_mutex;  // the result slot is one: a host atomic holds it from launch to read
 
   // Collective calls that change the heap or the registered buffers check first, across all PEs, that
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.
@@ -148,9 +155,16 @@ struct world::impl {
   // Checks [p, p+bytes) lies inside this PE's heap; throws shoal::error naming `call` otherwise.
   std::uint64_t offset_of(const void* p, std::size_t bytes, const char* call) const;
   void check_pe(int pe, const char* call) const;
+  // A put or get of no bytes with a null symmetric pointer (malloc(0)'s): checks the PE, and says there is
+  // nothing more to do.
+  bool nothing_to_move(const void* symmetric, std::size_t bytes, int pe, const char* call) const {
+    if (bytes != 0 || symmetric != nullptr) return false;
+    check_pe(pe, call);
+    return true;
+  }
   // The bodies of world's heap calls and device_handle(), for owners that keep the impl (teams: the
   // impl stays put when a world is moved).
-  void* align(std::size_t alignment, std::size_t bytes);
+  void* align(std::size_t alignment, std::size_t bytes, const char* call);  // `call` names the user's call in errors
   void* calloc(std::size_t count, std::size_t size);
   // align(alignment, count * size) for `call` (calloc, malloc_array): refused on every PE when count * size
   // overflows on one.

@@ -1,15 +1,15 @@
 // Built with SHOAL_DEBUG: runs one deliberate misuse of the device API and lets it trap, so a ctest can
 // check the report names the file, the PE and the bad value. Modes: bad-pe, outside-heap, misaligned-signal,
 // overlong-put (past the heap's slot), past-mapped-put (past what is mapped, inside the slot), grid-too-large (grid
-// scope in 2^32 threads), wait-timeout (a signed word: the report prints it signed), vector-timeout (one timeout for a
-// whole vector wait); and peer-dies (2 PEs on different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is
-// putting to it through the proxy, and PE 0 must end with a shoal::error that names PE 1, not hang.
-// And ll-only-across-nodes (2 PEs on different nodes): an all-reduce with shoal::ll_only on a team that
-// spans nodes must report that and trap (a check of every build, not only SHOAL_DEBUG's). And
-// beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past what is
-// mapped must be refused by the proxy, naming the range (a release build has no device check to stop it).
-// And team-outlives-world, no misuse: a team destroyed after its world must let go of it (exit 0) rather than
-// free its state in the finalized heap. And work-queues-differ (4 PEs on 2 nodes, e.g. SHOAL_EMULATE_NODES=2, with
+// scope in 2^32 threads), team-after-destroy (a barrier through a destroyed team's handle), wait-timeout (a signed
+// word: the report prints it signed), vector-timeout (one timeout for a whole vector wait); and peer-dies (2 PEs on
+// different nodes, e.g. SHOAL_EMULATE_NODES=2): PE 1 vanishes while PE 0 is putting to it through the proxy, and PE 0
+// must end with a shoal::error that names PE 1, not hang. And ll-only-across-nodes (2 PEs on different nodes): an
+// all-reduce with shoal::ll_only on a team that spans nodes must report that and trap (a check of every build, not only
+// SHOAL_DEBUG's). And beyond-mapped-across-nodes: a put to the other node at an address inside the heap's slot but past
+// what is mapped must be refused by the proxy, naming the range (a release build has no device check to stop it). And
+// team-outlives-world, no misuse: a team destroyed after its world must let go of it (exit 0) rather than free its
+// state in the finalized heap. And work-queues-differ (4 PEs on 2 nodes, e.g. SHOAL_EMULATE_NODES=2, with
 // SHOAL_ALGO_REDUCE=hierarchical): PE 1 starts with fewer hardware work queues than the hierarchical all-reduce
 // needs, and the all-reduce must be refused on every PE, naming PE 1 (exit 0).
 // Exits 77 (skip) without a GPU, or for the modes across nodes when PE 1 is reachable by load/store.
@@ -83,6 +83,9 @@ __global__ void overlong_put_kernel(shoal::device_handle h, int* sym, const int*
 __global__ void grid_too_large_kernel(shoal::device_handle h, int* sym, const int* src) {
   shoal::put_bytes(shoal::grid, h, sym, src, 64, h.pe);
 }
+
+// A team barrier through a handle taken before its team was destroyed.
+__global__ void team_barrier_kernel(shoal::team_handle t) { shoal::barrier(shoal::block, t); }
 
 // A put whose source is a CTA's shared memory, to a PE on another node: the proxy would copy from an
 // address that means nothing outside the SM, so the call traps naming the buffer.
@@ -225,7 +228,12 @@ int main(int argc, char** argv) {
     misaligned_signal_kernel<<<1, 1>>>(w.device_handle(), sym);
   else if (std::strcmp(mode, "overlong-put") == 0)
     overlong_put_kernel<<<1, 1>>>(w.device_handle(), sym, plain);
-  else if (std::strcmp(mode, "grid-too-large") == 0)
+  else if (std::strcmp(mode, "team-after-destroy") == 0) {
+    shoal::team t = shoal::split_strided(w, shoal::world_team(w), 0, 1, w.n_pes());
+    const shoal::team_handle stale = t.device_handle();
+    t.destroy();
+    team_barrier_kernel<<<1, 32>>>(stale);
+  } else if (std::strcmp(mode, "grid-too-large") == 0)
     grid_too_large_kernel<<<1u << 22, 1024>>>(w.device_handle(), sym, plain);
   else if (std::strcmp(mode, "past-mapped-put") == 0)
     past_mapped_put_kernel<<<1, 1>>>(w.device_handle(), sym, plain);
@@ -234,7 +242,8 @@ int main(int argc, char** argv) {
   else {
     std::fprintf(stderr,
                  "usage: %s "
-                 "bad-pe|outside-heap|misaligned-signal|overlong-put|past-mapped-put|grid-too-large|wait-timeout|"
+                 "bad-pe|outside-heap|misaligned-signal|overlong-put|past-mapped-put|grid-too-large|team-after-destroy|"
+                 "wait-timeout|"
                  "vector-timeout|peer-"
                  "dies|ll-only-across-nodes|"
                  "beyond-mapped-across-nodes|shared-source-across-nodes|team-outlives-world|work-queues-differ\n",

@@ -156,6 +156,23 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   expect_error(errc::invalid_argument, "not inside", [&] { put(w, obj, host, before.mapped, 0); });
   expect_error(errc::invalid_argument, "not inside", [&] { w.ptr(host, 0); });
   expect_error(errc::invalid_argument, "power of two", [&] { w.align(48, 100); });
+  // Past the heap's own alignment (the GPU's granularity) an offset aligned on one PE need not be on another.
+  expect_error(errc::invalid_argument, "more than the symmetric heap can give", [&] { w.align(1ull << 30, 100); });
+  {
+    void* p = w.align(1 << 20, 100);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % (1 << 20), 0u);
+    w.free(p);
+  }
+  // A put or get of an object onto itself (to this PE) has nothing to copy; a partial overlap is refused.
+  expect_error(errc::invalid_argument, "overlap", [&] { put(w, obj + 8, obj, 64, w.pe()); });
+  expect_error(errc::invalid_argument, "overlap", [&] { get(w, obj, obj + 8, 64, w.pe()); });
+  EXPECT_NO_THROW(put(w, obj, obj, 64, w.pe()));
+  // No bytes: null symmetric and local pointers are fine; a null local buffer with bytes is not.
+  EXPECT_NO_THROW(put(w, nullptr, nullptr, 0, 0));
+  EXPECT_NO_THROW(get(w, nullptr, nullptr, 0, 0));
+  expect_error(errc::invalid_argument, "out of range", [&] { put(w, nullptr, nullptr, 0, w.n_pes()); });
+  expect_error(errc::invalid_argument, "the local buffer is null", [&] { put(w, obj, nullptr, 16, 0); });
+  expect_error(errc::invalid_argument, "the local buffer is null", [&] { get(w, nullptr, obj, 16, 0); });
   // Mismatched sizes: every PE gets the error, nothing is allocated.
   if (w.n_pes() > 1) {
     expect_error(errc::invalid_argument, "disagree", [&] { w.malloc(1024 * (1 + w.pe())); });
@@ -231,7 +248,7 @@ TEST(Heap, FreeCompletesPutsStillInFlight) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   w.free(target);
   auto* reused = static_cast<std::uint8_t*>(w.malloc(n));
-  EXPECT_EQ(reused, target);  // deterministic first fit: the same memory
+  EXPECT_EQ(reused, target);            // deterministic first fit: the same memory
   constexpr std::uint8_t kMine = 0x5A;  // what the new allocation holds; the late put's bytes are random
   ASSERT_EQ(cudaMemset(reused, kMine, n), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

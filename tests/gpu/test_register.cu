@@ -90,6 +90,10 @@ TEST(Register, BadRequestsFailOnEveryPE) {
     expect_failure([&] { w.register_buffer(mine, 4096); }, "a host pointer on PE 1",
                    w.pe() == 1 ? "not in a CUDA device allocation" : "PE 1 could not register");
     EXPECT_THROW(w.ptr(user, 0), shoal::error);
+    // PE 1's buffer 4 bytes further into its allocation: an 8-byte word aligned on PE 0 would not be on PE 1.
+    expect_failure([&] { w.register_buffer(user + (w.pe() == 1 ? 260 : 256), 4096); }, "buffers aligned unlike",
+                   "aligned differently");
+    EXPECT_THROW(w.ptr(user + 256, 0), shoal::error);
     // Registered everywhere, then unregistered by PE 0 alone: every PE fails, and the buffer stays registered.
     w.register_buffer(user, n);
     std::byte* other = nullptr;

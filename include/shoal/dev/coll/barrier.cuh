@@ -22,8 +22,7 @@ namespace detail {
 // and orders with earlier_writes::release_each instead (perf notes 70), except across nodes.
 template <typename Scope>
 __device__ inline void team_meet(Scope scope, const team_handle& t, earlier_writes ordering) {
-  SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
-  SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
+  check_team_view(t);
   const bool ordered = ordering != earlier_writes::unordered;
   with_unit_steps(scope, t, [&](auto unit) {
     using Unit = decltype(unit);
@@ -34,6 +33,9 @@ __device__ inline void team_meet(Scope scope, const team_handle& t, earlier_writ
         if (ordered && Unit::leader()) proxy_quiet(t.world);
         arrive(unit, t, channel, value, ordered, all_members);
       } else {
+        // The barrier completes all RMA this PE issued, to PEs outside the team too: those on other nodes went
+        // through the proxy even when every member is reachable by load and store.
+        if (ordered && Unit::leader() && t.world.proxy != nullptr) proxy_quiet(t.world);
         if (ordering == earlier_writes::release_each)
           arrive_each_released(unit, t, channel, value, all_members);
         else

@@ -92,7 +92,8 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
     await_scratch_free(unit, t, ch, s, [&](int j) { return j != me && sends_to(j); });
     std::byte* mine = staged_of(t, ch, parity, me);
     for (int j = 0; j < n; ++j)
-      if (j != me && sends_to(j)) send_to_member(unit, t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
+      if (j != me && sends_to(j))
+        send_to_member(unit, t, j, mine, send_block(j) + off, len, Unit::rank(), Unit::size());
     // The own block last: its local copy (HBM) then runs while the remote stores drain over NVLink, instead
     // of delaying them on the members that come first (perf notes 38).
     std::byte* const own_to = p.dst + me * p.dst_stride + off;
@@ -104,8 +105,7 @@ __device__ inline void exchange_staged(Unit unit, const team_handle& t, int ch, 
     wait_members(unit, t, ch, 2 * epoch, [&](int i) { return receives_from(i); });
     for (int i = 0; i < n; ++i)
       if (i != me && receives_from(i))
-        copy_bytes<true>(p.dst + i * p.dst_stride + off, staged_of(t, ch, parity, i), len, Unit::rank(),
-                         Unit::size());
+        copy_bytes<true>(p.dst + i * p.dst_stride + off, staged_of(t, ch, parity, i), len, Unit::rank(), Unit::size());
   }
   Unit::sync();
 }
@@ -195,6 +195,9 @@ __device__ inline void broadcast_bytes(Scope scope, const team_handle& t, void* 
                                        int root) {
   SHOAL_DEVICE_CHECK(t.world, root >= 0 && root < t.size(), "broadcast root (team index)", root);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes);
+  SHOAL_CHECK_SYMMETRIC(t.world, src, bytes);  // on every member, as on a stream: only the root's is read
+  SHOAL_DEVICE_CHECK(t.world, dst == src || !ranges_overlap(dst, bytes, src, bytes), "dst overlaps src (dst - src)",
+                     static_cast<const std::byte*>(dst) - static_cast<const std::byte*>(src));
   auto* from = static_cast<const std::byte*>(src);
   const int me = t.index;
   exchange<kSet>(
@@ -207,6 +210,13 @@ __device__ inline void fcollect_bytes(Scope scope, const team_handle& t, void* d
                                       std::size_t bytes) {
   SHOAL_DEVICE_CHECK(t.world, product_fits(bytes, std::size_t(t.size())), "bytes (x the team size overflows)", bytes);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  SHOAL_CHECK_SYMMETRIC(t.world, src, bytes);
+  // In place, src is this member's block of dst; any other overlap is refused.
+  SHOAL_DEVICE_CHECK(t.world,
+                     src == static_cast<const std::byte*>(dst) + std::size_t(t.index) * bytes ||
+                         !ranges_overlap(dst, bytes * t.size(), src, bytes),
+                     "dst overlaps src (dst - src)",
+                     static_cast<const std::byte*>(dst) - static_cast<const std::byte*>(src));
   auto* from = static_cast<const std::byte*>(src);
   exchange<kSet>(
       scope, t, collective::fcollect, exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},
@@ -218,6 +228,10 @@ __device__ inline void alltoall_bytes(Scope scope, const team_handle& t, void* d
                                       std::size_t bytes) {
   SHOAL_DEVICE_CHECK(t.world, product_fits(bytes, std::size_t(t.size())), "bytes (x the team size overflows)", bytes);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, bytes * t.size());
+  SHOAL_CHECK_SYMMETRIC(t.world, src, bytes * t.size());
+  SHOAL_DEVICE_CHECK(t.world, !ranges_overlap(dst, bytes * t.size(), src, bytes * t.size()),
+                     "dst overlaps src (dst - src)",
+                     static_cast<const std::byte*>(dst) - static_cast<const std::byte*>(src));
   auto* from = static_cast<const std::byte*>(src);
   exchange<kSet>(
       scope, t, collective::alltoall, exchange_plan{static_cast<std::byte*>(dst), bytes, bytes, true},

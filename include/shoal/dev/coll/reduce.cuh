@@ -144,10 +144,11 @@ inline constexpr source_loads kLoadsOf =
 // The pulls (two-shot, direct) of a block-scope call are one CTA moving the whole buffer: pipelined there.
 template <algorithm_set kSet, typename Scope>
 inline constexpr source_loads kPullLoadsOf =
-    kSet == algorithm_set::all && std::is_same_v<Scope, block_scope> ? source_loads::pipelined : kLoadsOf<kSet>;
+    kSet == algorithm_set::all&& std::is_same_v<Scope, block_scope> ? source_loads::pipelined : kLoadsOf<kSet>;
 
 // dst holds `count` elements, src `src_blocks` blocks of them. The byte counts are checked for overflow first:
-// a wrapped product is small and would pass the range checks.
+// a wrapped product is small and would pass the range checks. dst may be src itself (the all-reduce in place)
+// and must not overlap it otherwise: a member would write what its peers still read.
 template <typename T>
 __device__ inline void check_reduce_args(const team_handle& t, const T* dst, const T* src, std::size_t count,
                                          int src_blocks) {
@@ -155,6 +156,10 @@ __device__ inline void check_reduce_args(const team_handle& t, const T* dst, con
                      "count (x the element size and the source blocks overflows)", count);
   SHOAL_CHECK_SYMMETRIC(t.world, dst, count * sizeof(T));
   SHOAL_CHECK_SYMMETRIC(t.world, src, count * sizeof(T) * std::size_t(src_blocks));
+  SHOAL_DEVICE_CHECK(t.world,
+                     (src_blocks == 1 && dst == src) ||
+                         !ranges_overlap(dst, count * sizeof(T), src, count * sizeof(T) * std::size_t(src_blocks)),
+                     "dst overlaps src (dst - src, elements)", dst - src);
 }
 
 // shoal::reduce with the algorithms of `kSet` (see algorithm_set): with ll_only it runs LL whatever the
@@ -189,8 +194,8 @@ __device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T
           default: {
             // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
             const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan, {r.begin + mine.begin, r.begin + mine.end},
-                                                       0, true);
+            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan,
+                                                       {r.begin + mine.begin, r.begin + mine.end}, 0, true);
             break;
           }
         }

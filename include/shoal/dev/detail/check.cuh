@@ -55,6 +55,12 @@ __device__ inline bool in_symmetric(const device_handle& h, const void* p, std::
   return false;
 }
 
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte (empty ranges share none).
+__device__ inline bool ranges_overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes != 0 && b_bytes != 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
 // The bytes of `count` elements of T; in debug builds a count whose bytes overflow traps, since the wrapped
 // product would pass in_symmetric and move the wrong number of bytes.
 template <typename T>

@@ -61,10 +61,19 @@ struct coll_unit {
   bool active;  // false for CTAs beyond the channel count at grid scope: they take no share
 };
 
-template <typename Scope>
-__device__ inline coll_unit make_unit(Scope, const team_handle& t) {
+// Debug builds: the view has channels, the caller is a member, and the team lives (its state's word still
+// holds its id: destroy clears it before the state is freed).
+__device__ inline void check_team_view([[maybe_unused]] const team_handle& t) {
   SHOAL_DEVICE_CHECK(t.world, t.channel_count >= 1, "channels in the team view", t.channel_count);
   SHOAL_DEVICE_CHECK(t.world, t.index >= 0, "this PE's index in the team (a non-member called)", t.index);
+  SHOAL_DEVICE_CHECK(t.world, *static_cast<volatile const std::uint64_t*>(t.live_word()) == t.id,
+                     "team used after destroy (its state's live word)",
+                     *static_cast<volatile const std::uint64_t*>(t.live_word()));
+}
+
+template <typename Scope>
+__device__ inline coll_unit make_unit(Scope, const team_handle& t) {
+  check_team_view(t);
   if constexpr (is_grid_v<Scope>) {
     const int parts = int(grid_scope::n_blocks()) < t.channel_count ? int(grid_scope::n_blocks()) : t.channel_count;
     const int b = int(grid_scope::block_rank());
