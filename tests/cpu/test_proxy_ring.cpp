@@ -46,7 +46,12 @@ struct deadline_abort {
     return clock_type::now() > until;
   }
 };
-deadline_abort patient(std::uint64_t* waits = nullptr) { return {clock_type::now() + 10s, waits}; }
+// The deadlines only turn a hang into a failure. On a loaded 2-core machine (a build beside ctest -j2) 20 s
+// were once too few for the 40000 requests of WrapsAroundManyTimesAcrossTheSequenceWrap, which take well
+// under a second alone; ctest stops a test at 120 s.
+constexpr auto kWaitDeadline = 60s;
+constexpr auto kRunDeadline = 100s;
+deadline_abort patient(std::uint64_t* waits = nullptr) { return {clock_type::now() + kWaitDeadline, waits}; }
 constexpr auto abort_now = [](std::uint64_t) { return true; };
 
 // A put whose local word carries (producer, index), so the consumer can tell requests apart.
@@ -80,7 +85,7 @@ void run_producers(test_ring& ring, unsigned producers, unsigned per_producer, s
   proxy_ring_consumer consumer(ring.view);
   const std::uint64_t total = std::uint64_t{producers} * per_producer;
   std::vector<std::uint32_t> next_index(producers, 0);  // each producer's requests arrive in its order
-  const auto deadline = clock_type::now() + 20s;
+  const auto deadline = clock_type::now() + kRunDeadline;
   std::uint64_t seen = 0;
   while (seen < total && clock_type::now() < deadline) {
     const std::optional<proxy_descriptor> d = consumer.poll();
@@ -261,7 +266,7 @@ TEST(ProxyRing, SequenceBarrierUnderShuffledCompletion) {
   proxy_ring_consumer consumer(ring.view);
   std::mt19937 rng(9);
   std::vector<std::uint64_t> pending;
-  const auto deadline = clock_type::now() + 20s;
+  const auto deadline = clock_type::now() + kRunDeadline;
   while (consumer.completed() < kTotal && clock_type::now() < deadline) {
     const auto d = consumer.poll();
     if (d) pending.push_back(decode(*d).request.sequence);
