@@ -110,8 +110,10 @@ bool through_proxy(world& w, int pe, const void* symmetric, std::size_t bytes, c
   return true;
 }
 
-void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
-  constexpr const char* call = "shoal::put_on_stream";
+namespace {
+// The data half of put_on_stream and put_signal_on_stream; `call` names the caller in errors.
+void put_on_stream_as(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream,
+                      const char* call) {
   if (w.internals().nothing_to_move(dst, bytes, pe, call)) return;
   if (through_proxy(w, pe, dst, bytes, call)) {
     require_stream_ordered(src, bytes, call);
@@ -122,6 +124,11 @@ void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
   require_stream_ordered(src, bytes, call);
   if (detail::copy_needed(remote, src, bytes, call))
     SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
+}
+}  // namespace
+
+void put_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
+  put_on_stream_as(w, dst, src, bytes, pe, stream, "shoal::put_on_stream");
 }
 
 void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int pe, cudaStream_t stream) {
@@ -140,20 +147,19 @@ void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,
                           std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {
-  require_signal_word(sig, "shoal::put_signal_on_stream");
-  require_sig_op(op, "shoal::put_signal_on_stream");
-  if (through_proxy(w, pe, sig, sizeof(std::uint64_t), "shoal::put_signal_on_stream")) {
-    if (!w.internals().nothing_to_move(dst, bytes, pe, "shoal::put_signal_on_stream"))
-      w.internals().offset_of(dst, bytes, "shoal::put_signal_on_stream");
-    require_stream_ordered(src, bytes, "shoal::put_signal_on_stream");
+  constexpr const char* call = "shoal::put_signal_on_stream";
+  require_signal_word(sig, call);
+  require_sig_op(op, call);
+  if (through_proxy(w, pe, sig, sizeof(std::uint64_t), call)) {
+    if (!w.internals().nothing_to_move(dst, bytes, pe, call)) w.internals().offset_of(dst, bytes, call);
+    require_stream_ordered(src, bytes, call);
     if (bytes == 0) return detail::proxy_signal_on_stream(w.internals(), sig, value, op, pe, stream);  // no data
     detail::proxy_put_signal_on_stream(w.internals(), dst, src, bytes, sig, value, op, pe, stream);
     return;
   }
-  auto* remote_sig = static_cast<std::uint64_t*>(
-      w.internals().reachable(sig, sizeof(std::uint64_t), pe, "shoal::put_signal_on_stream"));
-  put_on_stream(w, dst, src, bytes, pe, stream);
-  enqueue_signal(w, remote_sig, value, op, stream, "shoal::put_signal_on_stream");
+  auto* remote_sig = static_cast<std::uint64_t*>(w.internals().reachable(sig, sizeof(std::uint64_t), pe, call));
+  put_on_stream_as(w, dst, src, bytes, pe, stream, call);
+  enqueue_signal(w, remote_sig, value, op, stream, call);
 }
 
 void signal_op_on_stream(world& w, std::uint64_t* sig, std::uint64_t value, sig_op op, int pe, cudaStream_t stream) {

@@ -106,6 +106,13 @@ TEST(Stream, PutSignalAndWaitOnStream) {
   EXPECT_THROW(signal_op_on_stream(w, crooked, 1, sig_op::add, next_pe(w), s), shoal::error);
   EXPECT_THROW(put_signal_on_stream(w, inbox, src, 8, crooked, 1, sig_op::set, next_pe(w), s), shoal::error);
   EXPECT_THROW(signal_wait_until_on_stream(w, crooked, cmp::gt, 1, s), shoal::error);
+  // A data destination outside the heap is refused under the caller's name, not its data half's.
+  try {
+    put_signal_on_stream(w, copy, src, 8, sig, 1, sig_op::set, next_pe(w), s);
+    ADD_FAILURE() << "put_signal_on_stream accepted a destination outside the symmetric heap";
+  } catch (const shoal::error& e) {
+    EXPECT_EQ(e.context(), "shoal::put_signal_on_stream") << e.what();
+  }
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   barrier_all(w);
 }
