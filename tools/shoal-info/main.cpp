@@ -166,7 +166,7 @@ void print_markdown() {
       "- **bytes**: a whole number with an optional binary suffix: `4096`, `64K`, `2M`, `1G`, `1T` (`KiB`, `MiB`, "
       "... and\n"
       "  any case also work).\n"
-      "- **seconds**: a decimal number of seconds or a number with a unit: `30`, `2.5`, `500ms`, `5m`.\n"
+      "- **seconds**: a decimal number of seconds or a number with a unit: `30`, `2.5`, `2s`, `500ms`, `250us`, `5m`.\n"
       "- **boolean**: `1`, `0`, `true`, `false`, `yes`, `no`, `on`, `off`.\n"
       "- **choice**: one of the words listed; **list**: a comma-separated list of them.\n"
       "- **string**: free text.\n"
