@@ -39,7 +39,8 @@ T g(world& w, const T* src, int pe) {
 void quiet(world& w);
 
 // Every PE's host reaches the barrier; on return every PE's host-initiated RMA before it is complete.
-// Device work is not waited for: use barrier_all_on_stream to order with kernels.
+// Device work is not waited for: use barrier_all_on_stream to order with kernels. Where one PE's share fails
+// (a CUDA error), every PE throws, the others naming that PE.
 void barrier_all(world& w);
 
 // ---- atomics: the same semantics as the device forms (shoal/dev/atomic.cuh), on 32/64-bit integers,

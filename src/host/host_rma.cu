@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
 #include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
@@ -96,10 +97,14 @@ void quiet(world& w) {
 
 void barrier_all(world& w) {
   world::impl& s = w.internals();
-  // Its contract covers the host atomics to other nodes that were only posted (atomic_set): complete them.
-  if (s.host_atomics_posted) quiet(w);
-  if (s.device != kNoDevice) SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  s.boot->barrier();
+  // A vote rather than a plain barrier: a PE whose share fails (its context died under a trapped kernel, say)
+  // fails the call on every PE, instead of leaving the others waiting until the bootstrap's timeout or letting
+  // them pass by matching a later barrier of its own, such as its world's teardown.
+  detail::run_on_every_pe(*s.boot, "shoal::barrier_all", "complete its work", [&] {
+    // The contract covers the host atomics to other nodes that were only posted (atomic_set): complete them.
+    if (s.host_atomics_posted) quiet(w);
+    if (s.device != kNoDevice) SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  });
 }
 
 namespace {

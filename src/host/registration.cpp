@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.hpp"
 #include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
@@ -102,7 +103,6 @@ void world::register_buffer(void* p, std::size_t bytes) {
     mine.offset = address - allocation;
     mine.ok = 1;
   }
-  w.registrations.reserve(w.registrations.size() + 1);  // nothing after the last vote may fail on one PE
   std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
   w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
   vote(w, mine.ok != 0, why, call);
@@ -119,35 +119,43 @@ void world::register_buffer(void* p, std::size_t bytes) {
                               "aligned (as cudaMalloc returns them); no PE registered it",
                               pe, all[pe].offset % kAlignment, kAlignment, all[0].offset % kAlignment));
 
+  // Every PE registers the buffer or none does: the tables that kernels read stay alike everywhere. Each PE
+  // uploads its new table before the vote, so nothing after it can fail on one PE alone; and the vote orders
+  // every PE's upload before any PE returns, so no PE writes into a peer's buffer before that peer has
+  // registered it.
   impl::registration r{static_cast<std::byte*>(p), bytes, {}, {}, nullptr};
-  why.clear();
+  bool listed = false;
   try {
-    for (int pe : w.boot->node_pes()) {
-      if (pe == w.boot->pe()) {
-        r.peers.push_back(r.base);
-        continue;
+    detail::run_on_every_pe(*w.boot, call, "map its peers' buffers", [&] {
+      for (int pe : w.boot->node_pes()) {
+        if (pe == w.boot->pe()) {
+          r.peers.push_back(r.base);
+          continue;
+        }
+        void* mapped = nullptr;
+        SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[std::size_t(pe)].handle, cudaIpcMemLazyEnablePeerAccess));
+        r.ipc_mappings.push_back(mapped);
+        r.peers.push_back(static_cast<std::byte*>(mapped) + all[std::size_t(pe)].offset);
       }
-      void* mapped = nullptr;
-      SHOAL_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, all[std::size_t(pe)].handle, cudaIpcMemLazyEnablePeerAccess));
-      r.ipc_mappings.push_back(mapped);
-      r.peers.push_back(static_cast<std::byte*>(mapped) + all[std::size_t(pe)].offset);
-    }
-    SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
-    SHOAL_CUDA_CHECK(
-        cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  // Every PE registers the buffer or none does: the tables that kernels read stay alike everywhere.
-  try {
-    vote(w, why.empty(), why, call);
+      SHOAL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r.device_peers), r.peers.size() * sizeof(std::byte*)));
+      SHOAL_CUDA_CHECK(
+          cudaMemcpy(r.device_peers, r.peers.data(), r.peers.size() * sizeof(std::byte*), cudaMemcpyHostToDevice));
+      w.registrations.push_back(r);
+      listed = true;
+      w.upload_registrations();
+    });
   } catch (...) {
+    if (listed) {
+      w.registrations.pop_back();
+      try {
+        w.upload_registrations();  // the table as it was
+      } catch (const std::exception& e) {
+        SHOAL_LOG_ERROR(heap, "{}: restoring the registration table failed: {}", call, e.what());
+      }
+    }
     r.release();
     throw;
   }
-  w.registrations.push_back(std::move(r));
-  w.upload_registrations();
-  w.boot->barrier();  // no PE writes into a peer's buffer before that peer has registered it
 }
 
 void world::unregister_buffer(void* p) {
@@ -166,8 +174,9 @@ void world::unregister_buffer(void* p) {
     throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
   it->release();
   w.registrations.erase(it);
-  w.upload_registrations();
-  w.boot->barrier();  // every peer has closed its mapping of this PE's buffer: the caller may free it
+  // The vote orders every peer's closing of its mapping of this PE's buffer before the return: the caller may
+  // free it. A PE whose upload failed fails the call on every PE rather than leaving them waiting.
+  detail::run_on_every_pe(*w.boot, call, "upload its registration table", [&] { w.upload_registrations(); });
 }
 
 }  // namespace shoal

@@ -11,6 +11,7 @@
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
 #include "host/proxy_calls.hpp"
@@ -428,12 +429,22 @@ void* world::impl::align_array(std::size_t alignment, std::size_t count, std::si
 }
 
 void* world::impl::calloc(std::size_t count, std::size_t size) {
-  void* p = align_array(256, count, size, "shoal::world::calloc");
-  if (p != nullptr) {
-    SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, stream));
-    SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const char* call = "shoal::world::calloc";
+  void* p = align_array(256, count, size, call);
+  // Every PE has zeroed its copy before any returns, so no PE writes into a peer's copy before that peer has
+  // zeroed it. A vote rather than a barrier: a PE whose zeroing failed would throw alone, leaving the others in
+  // the barrier until the bootstrap's timeout. On a failure every PE releases the allocation, so the
+  // allocators stay alike.
+  try {
+    detail::run_on_every_pe(*boot, call, "zero its copy of the allocation", [&] {
+      if (p == nullptr) return;
+      SHOAL_CUDA_CHECK(cudaMemsetAsync(p, 0, count * size, stream));
+      SHOAL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    });
+  } catch (...) {
+    if (p != nullptr) allocator->release(offset_of(p, 0, call));
+    throw;
   }
-  boot->barrier();  // no PE writes into a peer's copy before that peer has zeroed it
   return p;
 }
 

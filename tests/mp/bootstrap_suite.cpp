@@ -18,10 +18,12 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../common/open_file_limit.hpp"
+#include "bootstrap/pe_vote.hpp"
 #include "shoal/error.hpp"
 
 namespace {
@@ -293,6 +295,45 @@ TEST_F(BootstrapTest, ArgumentErrorsDoNotBreakTheJob) {
   char c = 0;
   EXPECT_THROW(boot().broadcast(&c, 1, n_pes()), shoal::error);
   check_all_gather(boot(), 7100, 64);  // the next collective still carries every PE's data
+}
+
+// A collective call's step that throws on one PE (the last) fails the call on every PE: that PE with its own
+// exception, the others with an error of the call in the same category naming it; the job goes on. A step
+// that throws something other than a shoal::error reaches the others as `internal`.
+TEST_F(BootstrapTest, StepFailingOnOnePeFailsTheCallOnEvery) {
+  const int failing = n_pes() - 1;
+  auto expect_failure_on_every_pe = [&](auto step, shoal::errc others_category) {
+    try {
+      shoal::detail::run_on_every_pe(boot(), "test call", "take its step", step);
+      ADD_FAILURE() << "PE " << pe() << " returned though PE " << failing << "'s step threw";
+    } catch (const shoal::error& e) {
+      if (pe() == failing) {
+        EXPECT_EQ(e.context(), "test step") << e.what();
+      } else {
+        EXPECT_EQ(e.category(), others_category) << e.what();
+        EXPECT_EQ(e.context(), "test call") << e.what();
+        EXPECT_NE(e.detail().find("PE " + std::to_string(failing) + " could not take its step"), std::string::npos)
+            << e.what();
+      }
+    } catch (const std::exception& e) {
+      EXPECT_EQ(pe(), failing) << "only the failed PE rethrows a foreign exception: " << e.what();
+      EXPECT_STREQ(e.what(), "test step's own");
+    }
+  };
+  expect_failure_on_every_pe(
+      [&] {
+        if (pe() == failing) throw shoal::error(shoal::errc::cuda, "test step", "failed here");
+      },
+      shoal::errc::cuda);
+  expect_failure_on_every_pe(
+      [&] {
+        if (pe() == failing) throw std::runtime_error("test step's own");
+      },
+      shoal::errc::internal);
+  int steps = 0;
+  EXPECT_NO_THROW(shoal::detail::run_on_every_pe(boot(), "test call", "take its step", [&] { ++steps; }));
+  EXPECT_EQ(steps, 1);
+  check_all_gather(boot(), 7200, 64);  // the next collective still carries every PE's data
 }
 
 // A second bootstrap beside the first (a second shoal::init in one process), then the first again.
