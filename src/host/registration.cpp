@@ -52,16 +52,6 @@ struct registration_offer {
   std::int32_t ok;
 };
 
-// Every PE's `ok`, gathered: throws on every PE when one is false, this PE's own reason first.
-void vote(world::impl& w, bool ok, const std::string& why, const char* call) {
-  const int refused = detail::first_pe_voting_no(*w.boot, ok);
-  if (!ok) throw error(errc::invalid_argument, call, why + "; no PE registered it");
-  if (refused >= 0)
-    throw error(
-        errc::invalid_argument, call,
-        fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", refused));
-}
-
 }  // namespace
 
 void world::register_buffer(void* p, std::size_t bytes) {
@@ -105,7 +95,9 @@ void world::register_buffer(void* p, std::size_t bytes) {
   }
   std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
   w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
-  vote(w, mine.ok != 0, why, call);
+  detail::run_on_every_pe(*w.boot, call, "register its buffer", [&] {
+    if (mine.ok == 0) throw error(errc::invalid_argument, call, why + "; no PE registered it");
+  });
   // A registered object lies at the same offset in every PE's buffer, so the buffers must start alike aligned:
   // else a word aligned here is misaligned on a peer, and an atomic or signal there faults and takes the CUDA
   // context with it. (Allocations start 256-byte aligned, so the offsets tell.) Judged from the gathered offers,
