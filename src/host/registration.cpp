@@ -95,9 +95,12 @@ void world::register_buffer(void* p, std::size_t bytes) {
   }
   std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
   w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
-  detail::run_on_every_pe(*w.boot, call, "register its buffer", [&] {
-    if (mine.ok == 0) throw error(errc::invalid_argument, call, why + "; no PE registered it");
-  });
+  // The offers carry each PE's `ok`, so every PE refuses alike from them, without a vote of its own.
+  if (mine.ok == 0) throw error(errc::invalid_argument, call, why + "; no PE registered it");
+  for (std::size_t pe = 0; pe < all.size(); ++pe)
+    if (all[pe].ok == 0)
+      throw error(errc::invalid_argument, call,
+                  fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", pe));
   // A registered object lies at the same offset in every PE's buffer, so the buffers must start alike aligned:
   // else a word aligned here is misaligned on a peer, and an atomic or signal there faults and takes the CUDA
   // context with it. (Allocations start 256-byte aligned, so the offsets tell.) Judged from the gathered offers,
