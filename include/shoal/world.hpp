@@ -63,7 +63,7 @@ class world {
   void* align(std::size_t alignment, std::size_t bytes);
   // Waits for this PE's device work to finish (as cudaFree does) and for its requests to other nodes to
   // complete (quiet), then frees on every PE: nothing a PE issued before its free lands in the memory
-  // after any PE has freed it.
+  // after any PE has freed it. A failure in that wait (a kernel that faulted) throws on every PE.
   void free(void* p);
 
   template <typename T>

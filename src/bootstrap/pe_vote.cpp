@@ -6,15 +6,10 @@
 
 namespace shoal::detail {
 
-namespace {
-
-// What a PE contributes to the vote: kSucceeded, or the category of its error.
-constexpr std::int8_t kSucceeded = -1;
-
-std::int8_t outcome_of(const std::exception_ptr& failure) {
-  if (!failure) return kSucceeded;
+std::int8_t vote_of(const std::exception_ptr& mine) {
+  if (!mine) return kSucceeded;
   try {
-    std::rethrow_exception(failure);
+    std::rethrow_exception(mine);
   } catch (const error& e) {
     return static_cast<std::int8_t>(e.category());
   } catch (...) {
@@ -22,20 +17,21 @@ std::int8_t outcome_of(const std::exception_ptr& failure) {
   }
 }
 
-}  // namespace
+void throw_if_any_vote_failed(std::span<const std::int8_t> votes, const std::exception_ptr& mine,
+                              std::string_view call, std::string_view what) {
+  if (mine) std::rethrow_exception(mine);
+  for (std::size_t pe = 0; pe < votes.size(); ++pe)
+    if (votes[pe] != kSucceeded)
+      throw error(static_cast<errc>(votes[pe]), call,
+                  fmt::format("PE {} could not {} (its own error says why); the call failed on every PE", pe, what));
+}
 
 void throw_if_any_pe_failed(shoal::bootstrap& boot, const std::exception_ptr& mine, std::string_view call,
                             std::string_view what) {
-  const std::int8_t outcome = outcome_of(mine);
-  std::vector<std::int8_t> all(static_cast<std::size_t>(boot.n_pes()));
-  boot.all_gather(&outcome, all.data(), 1);
-  if (mine) std::rethrow_exception(mine);
-  for (int pe = 0; pe < boot.n_pes(); ++pe) {
-    const std::int8_t theirs = all[static_cast<std::size_t>(pe)];
-    if (theirs != kSucceeded)
-      throw error(static_cast<errc>(theirs), call,
-                  fmt::format("PE {} could not {} (its own error says why); the call failed on every PE", pe, what));
-  }
+  const std::int8_t vote = vote_of(mine);
+  std::vector<std::int8_t> votes(static_cast<std::size_t>(boot.n_pes()));
+  boot.all_gather(&vote, votes.data(), 1);
+  throw_if_any_vote_failed(votes, mine, call, what);
 }
 
 }  // namespace shoal::detail

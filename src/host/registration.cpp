@@ -159,12 +159,14 @@ void world::unregister_buffer(void* p) {
   w.require_device(call);
   auto it = std::find_if(w.registrations.begin(), w.registrations.end(),
                          [&](const impl::registration& r) { return r.base == p; });
-  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+  // No kernel may still use the buffer when the peers close their mappings of it; a failure goes into the
+  // agreement, which fails on every PE.
+  const std::exception_ptr unfinished = detail::failure_of([] { SHOAL_CUDA_CHECK(cudaDeviceSynchronize()); });
   // The tables are alike on every PE, so every PE names the same entry, or the call is mismatched; a
   // pointer that is not registered anywhere fails on every PE alike.
   const std::uint64_t entry =
       it == w.registrations.end() ? ~std::uint64_t{0} : std::uint64_t(it - w.registrations.begin());
-  w.agree(impl::collective_kind::unregister_buffer, entry, 0, call);
+  w.agree(impl::collective_kind::unregister_buffer, entry, 0, call, unfinished);
   if (it == w.registrations.end())
     throw error(errc::invalid_argument, call, fmt::format("{} is not the start of a registered buffer", p));
   it->release();

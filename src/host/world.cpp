@@ -48,11 +48,14 @@ const char* kind_name(std::uint64_t kind) {
 
 }  // namespace
 
-void world::impl::agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call) {
+void world::impl::agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call,
+                        const std::exception_ptr& unfinished) {
   world::impl& w = *this;
   heap_call mine{++w.collective_calls, static_cast<std::uint64_t>(kind), size_or_offset, alignment};
-  std::vector<heap_call> all(w.boot->n_pes());
-  w.boot->all_gather(&mine, all.data(), sizeof(heap_call));
+  // A PE whose device work failed throws its own error, the others one naming it, before any compares calls:
+  // that PE's call cannot go on whatever the others asked for.
+  const std::vector<heap_call> all = detail::all_gather_unless_any_pe_failed(
+      *w.boot, mine, unfinished, call, "finish its device work before the call");
   for (int pe = 0; pe < w.boot->n_pes(); ++pe) {
     const heap_call& other = all[pe];
     if (std::memcmp(&other, &all[0], sizeof(heap_call)) != 0)
@@ -466,16 +469,19 @@ void world::impl::free(void* p) {
       offset = kForeign;
     }
   }
-  SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
   // A kernel may end with requests to other nodes that it posted and never waited for (a collective's
   // last arrival signals, a put_nbi without quiet), aimed at the object being freed on another PE. They
   // complete before this PE agrees, so no PE releases the object (and hands its memory to the next
-  // allocation, zeroed) while one of them can still land in it.
-  if (w.proxy) {
-    detail::proxy_quiet_on_stream(w, w.stream);
-    detail::proxy_synchronize(w, w.stream);
-  }
-  w.agree(impl::collective_kind::free, offset, 0, "shoal::world::free");
+  // allocation, zeroed) while one of them can still land in it. A failure here goes into the agreement,
+  // which fails on every PE, rather than leaving the others waiting in it.
+  const std::exception_ptr unfinished = detail::failure_of([&] {
+    SHOAL_CUDA_CHECK(cudaDeviceSynchronize());
+    if (w.proxy) {
+      detail::proxy_quiet_on_stream(w, w.stream);
+      detail::proxy_synchronize(w, w.stream);
+    }
+  });
+  w.agree(impl::collective_kind::free, offset, 0, "shoal::world::free", unfinished);
   if (refusal) throw *refusal;
   if (p == nullptr) return;
   if (!w.allocator->release(offset))

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,8 +148,11 @@ struct world::impl {
   // every PE makes the same call with the same sizes; a mismatch throws on every PE, nothing changed.
   // Nothing a PE can refuse on its own (a bad argument) may throw before this: the other PEs would wait
   // in it until the bootstrap's timeout, or pair their call with that PE's next collective heap call.
+  // `unfinished` is the failure of this PE's own step before the agreement (waiting for its device), or
+  // null: a failure on any PE fails the agreement on every PE, as detail::throw_if_any_pe_failed says.
   enum class collective_kind : std::uint64_t { allocate = 1, free, register_buffer, unregister_buffer };
-  void agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call);
+  void agree(collective_kind kind, std::uint64_t size_or_offset, std::uint64_t alignment, const char* call,
+             const std::exception_ptr& unfinished = nullptr);
 
   // Throws shoal::error(errc::unsupported) when the world was made with kNoDevice.
   void require_device(const char* call) const;

@@ -297,43 +297,79 @@ TEST_F(BootstrapTest, ArgumentErrorsDoNotBreakTheJob) {
   check_all_gather(boot(), 7100, 64);  // the next collective still carries every PE's data
 }
 
-// A collective call's step that throws on one PE (the last) fails the call on every PE: that PE with its own
-// exception, the others with an error of the call in the same category naming it; the job goes on. A step
-// that throws something other than a shoal::error reaches the others as `internal`.
-TEST_F(BootstrapTest, StepFailingOnOnePeFailsTheCallOnEvery) {
-  const int failing = n_pes() - 1;
-  auto expect_failure_on_every_pe = [&](auto step, shoal::errc others_category) {
-    try {
-      shoal::detail::run_on_every_pe(boot(), "test call", "take its step", step);
-      ADD_FAILURE() << "PE " << pe() << " returned though PE " << failing << "'s step threw";
-    } catch (const shoal::error& e) {
-      if (pe() == failing) {
-        EXPECT_EQ(e.context(), "test step") << e.what();
-      } else {
-        EXPECT_EQ(e.category(), others_category) << e.what();
-        EXPECT_EQ(e.context(), "test call") << e.what();
-        EXPECT_NE(e.detail().find("PE " + std::to_string(failing) + " could not take its step"), std::string::npos)
-            << e.what();
-      }
-    } catch (const std::exception& e) {
-      EXPECT_EQ(pe(), failing) << "only the failed PE rethrows a foreign exception: " << e.what();
-      EXPECT_STREQ(e.what(), "test step's own");
+// Whether `vote` (one collective call in which the last PE's `step` throws) fails on every PE: that PE with its
+// own exception, the others with an error of "test call" in `others_category` naming it.
+template <class Vote, class Step>
+void expect_failure_on_every_pe(shoal::bootstrap& boot, Vote vote, Step step, shoal::errc others_category) {
+  const int failing = boot.n_pes() - 1;
+  try {
+    vote(step);
+    ADD_FAILURE() << "PE " << boot.pe() << " returned though PE " << failing << "'s step threw";
+  } catch (const shoal::error& e) {
+    if (boot.pe() == failing) {
+      EXPECT_EQ(e.context(), "test step") << e.what();
+    } else {
+      EXPECT_EQ(e.category(), others_category) << e.what();
+      EXPECT_EQ(e.context(), "test call") << e.what();
+      EXPECT_NE(e.detail().find("PE " + std::to_string(failing) + " could not take its step"), std::string::npos)
+          << e.what();
     }
-  };
+  } catch (const std::exception& e) {
+    EXPECT_EQ(boot.pe(), failing) << "only the failed PE rethrows a foreign exception: " << e.what();
+    EXPECT_STREQ(e.what(), "test step's own");
+  }
+}
+
+// Both ways a step can fail on the last PE: a shoal::error, which reaches the others in its category, and
+// something else, which reaches them as `internal`.
+template <class Vote>
+void expect_failures_on_one_pe_fail_every_pe(shoal::bootstrap& boot, Vote vote) {
+  const bool failing = boot.pe() == boot.n_pes() - 1;
   expect_failure_on_every_pe(
+      boot, vote,
       [&] {
-        if (pe() == failing) throw shoal::error(shoal::errc::cuda, "test step", "failed here");
+        if (failing) throw shoal::error(shoal::errc::cuda, "test step", "failed here");
       },
       shoal::errc::cuda);
   expect_failure_on_every_pe(
+      boot, vote,
       [&] {
-        if (pe() == failing) throw std::runtime_error("test step's own");
+        if (failing) throw std::runtime_error("test step's own");
       },
       shoal::errc::internal);
+}
+
+// A collective call's step that throws on one PE fails the call on every PE; the job goes on.
+TEST_F(BootstrapTest, StepFailingOnOnePeFailsTheCallOnEvery) {
+  expect_failures_on_one_pe_fail_every_pe(
+      boot(), [&](auto step) { shoal::detail::run_on_every_pe(boot(), "test call", "take its step", step); });
   int steps = 0;
   EXPECT_NO_THROW(shoal::detail::run_on_every_pe(boot(), "test call", "take its step", [&] { ++steps; }));
   EXPECT_EQ(steps, 1);
   check_all_gather(boot(), 7200, 64);  // the next collective still carries every PE's data
+}
+
+// The vote with a payload (free's agreement after waiting for its device): a failure on one PE fails it on
+// every PE as above; otherwise every PE gets every PE's payload, an odd size so the vote byte sits unaligned.
+TEST_F(BootstrapTest, GatherWithVoteCarriesEveryPayloadOrFailsOnEvery) {
+  struct payload {
+    std::uint64_t word;
+    char tail[5];
+  };
+  auto gather = [&](const std::exception_ptr& mine) {
+    const payload own{0x9e3779b97f4a7c15ull * std::uint64_t(pe() + 1), {char('a' + pe() % 26), 1, 2, 3, 4}};
+    return shoal::detail::all_gather_unless_any_pe_failed(boot(), own, mine, "test call", "take its step");
+  };
+  expect_failures_on_one_pe_fail_every_pe(
+      boot(), [&](auto step) { gather(shoal::detail::failure_of(step)); });
+  const std::vector<payload> all = gather(nullptr);
+  ASSERT_EQ(all.size(), std::size_t(n_pes()));
+  for (int from = 0; from < n_pes(); ++from) {
+    EXPECT_EQ(all[from].word, 0x9e3779b97f4a7c15ull * std::uint64_t(from + 1)) << "from PE " << from;
+    EXPECT_EQ(all[from].tail[0], char('a' + from % 26)) << "from PE " << from;
+    EXPECT_EQ(all[from].tail[4], 4) << "from PE " << from;
+  }
+  check_all_gather(boot(), 7300, 64);
 }
 
 // A second bootstrap beside the first (a second shoal::init in one process), then the first again.
