@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,13 +44,12 @@ void world::impl::upload_registrations() {
 
 namespace {
 
-// What each PE brings to a registration: its buffer's CUDA IPC handle and offset inside the allocation,
-// or why it cannot take part. Gathered from every PE before anything is opened, so a PE whose buffer is
-// bad fails with the others instead of leaving them waiting.
+// What each PE brings to a registration: its buffer's CUDA IPC handle and offset inside the allocation.
+// Gathered from every PE with its vote before anything is opened, so a PE whose buffer is bad fails with
+// the others instead of leaving them waiting.
 struct registration_offer {
   cudaIpcMemHandle_t handle;
   std::uint64_t offset;
-  std::int32_t ok;
 };
 
 }  // namespace
@@ -91,16 +91,11 @@ void world::register_buffer(void* p, std::size_t bytes) {
         p, cudaGetErrorString(e));
   } else {
     mine.offset = address - allocation;
-    mine.ok = 1;
   }
-  std::vector<registration_offer> all(std::size_t(w.boot->n_pes()));
-  w.boot->all_gather(&mine, all.data(), sizeof(registration_offer));
-  // The offers carry each PE's `ok`, so every PE refuses alike from them, without a vote of its own.
-  if (mine.ok == 0) throw error(errc::invalid_argument, call, why + "; no PE registered it");
-  for (std::size_t pe = 0; pe < all.size(); ++pe)
-    if (all[pe].ok == 0)
-      throw error(errc::invalid_argument, call,
-                  fmt::format("PE {} could not register its buffer (its own error says why); no PE registered it", pe));
+  const std::exception_ptr refused =
+      why.empty() ? nullptr : std::make_exception_ptr(error(errc::invalid_argument, call, why + "; no PE registered it"));
+  const std::vector<registration_offer> all =
+      detail::all_gather_unless_any_pe_failed(*w.boot, mine, refused, call, "register its buffer");
   // A registered object lies at the same offset in every PE's buffer, so the buffers must start alike aligned:
   // else a word aligned here is misaligned on a peer, and an atomic or signal there faults and takes the CUDA
   // context with it. (Allocations start 256-byte aligned, so the offsets tell.) Judged from the gathered offers,
