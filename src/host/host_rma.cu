@@ -6,6 +6,7 @@
 
 #include "bootstrap/pe_vote.hpp"
 #include "host/cuda_check.hpp"
+#include "host/local_copy.hpp"
 #include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/atomic.cuh"
@@ -51,8 +52,9 @@ namespace {
 
 // Copies between a peer's heap and local memory (device, pinned or pageable host memory) on the world's
 // stream and waits for it.
-void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes) {
-  SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.stream));
+void blocking_copy(world::impl& s, void* dst, const void* src, std::size_t bytes, detail::local_side local,
+                   const char* call) {
+  detail::copy_with_local_buffer(dst, src, bytes, local, s.stream, call);
   SHOAL_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 }
 
@@ -70,7 +72,8 @@ void put(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
     return detail::proxy_synchronize(s, s.stream);
   }
   void* remote = s.reachable(dst, bytes, pe, "shoal::put");
-  if (detail::copy_needed(remote, src, bytes, "shoal::put")) blocking_copy(s, remote, src, bytes);
+  if (detail::copy_needed(remote, src, bytes, "shoal::put"))
+    blocking_copy(s, remote, src, bytes, detail::local_side::source, "shoal::put");
 }
 
 void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
@@ -84,7 +87,8 @@ void get(world& w, void* dst, const void* src, std::size_t bytes, int pe) {
     return detail::proxy_synchronize(s, s.stream);
   }
   void* remote = s.reachable(src, bytes, pe, "shoal::get");
-  if (detail::copy_needed(dst, remote, bytes, "shoal::get")) blocking_copy(s, dst, remote, bytes);
+  if (detail::copy_needed(dst, remote, bytes, "shoal::get"))
+    blocking_copy(s, dst, remote, bytes, detail::local_side::destination, "shoal::get");
 }
 
 void quiet(world& w) {

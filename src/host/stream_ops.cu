@@ -5,6 +5,7 @@
 #include "coll/stream_common.hpp"
 #include "host/cuda_check.hpp"
 #include "host/driver_api.hpp"
+#include "host/local_copy.hpp"
 #include "host/proxy_calls.hpp"
 #include "host/world_impl.hpp"
 #include "shoal/dev/barrier.cuh"
@@ -123,7 +124,7 @@ void put_on_stream_as(world& w, void* dst, const void* src, std::size_t bytes, i
   void* remote = w.internals().reachable(dst, bytes, pe, call);
   require_stream_ordered(src, bytes, call);
   if (detail::copy_needed(remote, src, bytes, call))
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(remote, src, bytes, cudaMemcpyDefault, stream));
+    detail::copy_with_local_buffer(remote, src, bytes, detail::local_side::source, stream, call);
 }
 }  // namespace
 
@@ -142,7 +143,7 @@ void get_on_stream(world& w, void* dst, const void* src, std::size_t bytes, int 
   void* remote = w.internals().reachable(src, bytes, pe, call);
   require_stream_ordered(dst, bytes, call);
   if (detail::copy_needed(dst, remote, bytes, call))
-    SHOAL_CUDA_CHECK(cudaMemcpyAsync(dst, remote, bytes, cudaMemcpyDefault, stream));
+    detail::copy_with_local_buffer(dst, remote, bytes, detail::local_side::destination, stream, call);
 }
 
 void put_signal_on_stream(world& w, void* dst, const void* src, std::size_t bytes, std::uint64_t* sig,

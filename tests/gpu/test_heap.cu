@@ -198,6 +198,71 @@ TEST(Heap, BadInputIsAClearErrorAndChangesNothing) {
   w.free(again);
 }
 
+// A local buffer shorter than the copy, in the host forms of put and get (blocking and on a stream): CUDA
+// refuses the copy where the buffer's allocation ends, and shoal says so naming the call. The refusal leaves
+// nothing behind: the next calls work, a host atomic among them (a kernel launch checked through CUDA's last
+// error, where the refusal used to come back as the atomic's own error). A local buffer in the heap that
+// spans chunks (the 2 MiB chunks of scripts/device-check.sh: separate mappings) is copied whole. Through
+// the proxy (another node) the proxy thread makes the copy: not tried here.
+TEST(Heap, LocalBufferShorterThanTheCopyIsRefusedAndLeavesNothingBehind) {
+  SHOAL_REQUIRE_WORLD(1);
+  shoal::world& w = *the_world();
+  constexpr std::size_t kShort = 4096, kLong = 3 * kShort;
+  const int to = next_pe(w);
+  auto* sym = static_cast<std::uint8_t*>(w.malloc(kLong));
+  auto* counter = static_cast<std::uint64_t*>(w.calloc(1, sizeof(std::uint64_t)));
+  std::uint8_t* local = nullptr;
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaMalloc(&local, kShort));
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (w.ptr(sym, to) != nullptr) {
+    const char* refused = "CUDA refused the copy: the local buffer";
+    expect_error(errc::invalid_argument, refused, [&] { put(w, sym, local, kLong, to); });
+    expect_error(errc::invalid_argument, refused, [&] { get(w, local, sym, kLong, to); });
+    expect_error(errc::invalid_argument, "in shoal::put_on_stream: CUDA refused",
+                 [&] { put_on_stream(w, sym, local, kLong, to, stream); });
+    expect_error(errc::invalid_argument, "in shoal::get_on_stream: CUDA refused",
+                 [&] { get_on_stream(w, local, sym, kLong, to, stream); });
+    expect_error(errc::invalid_argument, "which holds 4096 bytes", [&] { put(w, sym, local, kShort + 1, to); });
+  }
+  barrier_all(w);  // every PE's counter is zero before any PE adds to it
+
+  EXPECT_EQ(atomic_fetch_add(w, counter, std::uint64_t(1000 + w.pe()), to), 0u);
+  const auto sent = random_bytes(610 + w.pe(), kShort);
+  upload(local, sent);
+  put(w, sym, local, kShort, to);
+  put_on_stream(w, sym + kShort, local, kShort, to, stream);
+  quiet_on_stream(w, stream);  // to another node the proxy completes it; within one, stream order does
+  CUDA_OK(cudaStreamSynchronize(stream));
+  barrier_all(w);
+  const auto expected = random_bytes(610 + prev_pe(w), kShort);
+  const auto got = download(sym, 2 * kShort);
+  EXPECT_EQ(first_mismatch({got.begin(), got.begin() + kShort}, expected), -1);
+  EXPECT_EQ(first_mismatch({got.begin() + kShort, got.end()}, expected), -1);
+  EXPECT_EQ(g(w, counter, w.pe()), std::uint64_t(1000 + prev_pe(w)));
+
+  // The heap as the local side, an object of more than one 2 MiB chunk: put to the next PE, get it back.
+  const std::size_t n = (3u << 20) + 17;
+  auto* mine = static_cast<std::uint8_t*>(w.malloc(n));
+  auto* theirs = static_cast<std::uint8_t*>(w.malloc(n));
+  const auto pattern = random_bytes(620 + w.pe(), n);
+  upload(mine, pattern);
+  put(w, theirs, mine, n, to);
+  barrier_all(w);
+  EXPECT_EQ(first_mismatch(download(theirs, n), random_bytes(620 + prev_pe(w), n)), -1);
+  upload(mine, std::vector<std::uint8_t>(n, 0));
+  get(w, mine, theirs, n, to);  // the next PE's `theirs` holds what this PE sent
+  EXPECT_EQ(first_mismatch(download(mine, n), pattern), -1);
+  barrier_all(w);
+
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFree(local));
+  w.free(theirs);
+  w.free(mine);
+  w.free(counter);
+  w.free(sym);
+}
+
 // A bad argument on one PE only (a foreign pointer, an alignment that is not a power of two, a count whose
 // bytes overflow) is a mismatch like any other: every PE gets the error and nothing changes. Each of these
 // used to throw on that PE before the PEs agreed on the call, leaving the others waiting in the agreement:
