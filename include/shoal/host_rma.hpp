@@ -4,12 +4,13 @@
 // with the GPU's copy engines (p and g too); atomics launch a one-thread kernel on the world's internal stream. For
 // calls ordered with your own GPU work, use the *_on_stream forms of shoal/stream.hpp instead.
 // Errors (PE out of range, address outside the heap, unreachable PE, a null local buffer with bytes to move, a
-// put or get to this PE whose ranges partly overlap) throw shoal::error naming the call. So does, within a node,
-// a local buffer whose device or pinned allocation ends before `bytes` do: CUDA refuses that copy, and the
-// error says where the allocation ends (errc::invalid_argument; the CUDA context lives on). To another node the
-// proxy thread makes the copy, and this check does not apply. A call of 0 bytes may pass null pointers. Calls
-// may come from several host threads of one PE (each with the PE's device current): they share the world's
-// internal stream, and the atomics take turns on their one result slot.
+// put or get to this PE whose ranges partly overlap) throw shoal::error naming the call. So does a local buffer in
+// device memory that is shorter than the copy (errc::invalid_argument): refused before anything moves when its
+// last byte lies in no CUDA allocation; when that byte lies in another allocation, CUDA refuses the copy
+// within a node (pinned host memory alike), while to another node the proxy thread makes the copy, unchecked.
+// A call of 0 bytes may pass null pointers. Calls may come from several host threads of one PE (each with
+// the PE's device current): they share the world's internal stream, and the atomics take turns on their one
+// result slot.
 #pragma once
 
 #include <concepts>

@@ -5,9 +5,8 @@
 // enqueues faster than a kernel; forms that memory operations cannot express launch a one-thread kernel, and
 // so does a signal set captured in a graph, where it replays faster than a stream write. To a PE on
 // another node, each call is a one-thread kernel that posts it to the proxy (see quiet_on_stream).
-// A local buffer (put's src, get's dst) must be device or pinned host memory; within a node, one whose
-// allocation ends before `bytes` do is refused when the call enqueues (shoal::error, errc::invalid_argument,
-// as in shoal/host_rma.hpp).
+// A local buffer (put's src, get's dst) must be device or pinned host memory, all `bytes` of it; one shorter
+// than the copy is refused when the call enqueues, as shoal/host_rma.hpp says (errc::invalid_argument).
 #pragma once
 
 #include <cuda_runtime_api.h>

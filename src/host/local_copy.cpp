@@ -36,9 +36,9 @@ void copy_with_local_buffer(void* dst, const void* src, std::size_t bytes, local
     const std::size_t to_end = bytes_to_allocation_end(buffer);
     if (to_end > 0 && to_end < bytes)
       throw error(errc::invalid_argument, call,
-                  fmt::format("CUDA refused the copy: the local buffer [{}, +{} bytes) runs past the end of the "
-                              "allocation it starts in, which holds {} bytes from {} on",
-                              buffer, bytes, to_end, buffer));
+                  fmt::format("the local buffer [{}, +{} bytes) is shorter than the copy: CUDA refused it, as the "
+                              "allocation it starts in holds {} bytes from there",
+                              buffer, bytes, to_end));
   }
   throw error(errc::cuda, call,
               fmt::format("cudaMemcpyAsync of {} bytes from {} to {} failed: {} ({})", bytes, src, dst,

@@ -93,7 +93,8 @@ void world::register_buffer(void* p, std::size_t bytes) {
     mine.offset = address - allocation;
   }
   const std::exception_ptr refused =
-      why.empty() ? nullptr : std::make_exception_ptr(error(errc::invalid_argument, call, why + "; no PE registered it"));
+      why.empty() ? nullptr
+                  : std::make_exception_ptr(error(errc::invalid_argument, call, why + "; no PE registered it"));
   const std::vector<registration_offer> all =
       detail::all_gather_unless_any_pe_failed(*w.boot, mine, refused, call, "register its buffer");
   // A registered object lies at the same offset in every PE's buffer, so the buffers must start alike aligned:

@@ -70,15 +70,8 @@ void enqueue_signal(world& w, std::uint64_t* remote_sig, std::uint64_t value, si
 }  // namespace
 
 namespace {
-// Both ends of the buffer: a pinned registration (cudaHostRegister) may cover only its start.
 void require_stream_ordered(const void* local, std::size_t bytes, const char* call) {
-  detail::check_local_buffer(local, bytes, call);
-  if (bytes == 0) return;
-  if (detail::is_pageable(local) || detail::is_pageable(static_cast<const std::byte*>(local) + bytes - 1))
-    throw error(errc::invalid_argument, call,
-                "the local buffer is pageable host memory: copying it would block the call and cannot be "
-                "captured in a CUDA graph; use device memory or pinned host memory (cudaMallocHost / "
-                "cudaHostRegister)");
+  detail::check_local_buffer(local, bytes, call, detail::local_buffer_use::stream_ordered);
 }
 // A sig_op or cmp cast from a number outside its enumeration: an op would run as a set, a comparison would never
 // hold and its wait would trap at the timeout.

@@ -208,16 +208,28 @@ cudaMemoryType memory_type_of(const void* p) {
 }
 }  // namespace
 
-bool detail::is_pageable(const void* p) { return memory_type_of(p) == cudaMemoryTypeUnregistered; }
-
 bool detail::is_host_memory(const void* p) {
   const cudaMemoryType type = memory_type_of(p);
   return type == cudaMemoryTypeUnregistered || type == cudaMemoryTypeHost;
 }
 
-void detail::check_local_buffer(const void* local, std::size_t bytes, const char* call) {
-  if (local == nullptr && bytes != 0)
+void detail::check_local_buffer(const void* local, std::size_t bytes, const char* call, local_buffer_use use) {
+  if (bytes == 0) return;
+  if (local == nullptr)
     throw error(errc::invalid_argument, call, fmt::format("the local buffer is null ({} bytes to move)", bytes));
+  const void* last = static_cast<const std::byte*>(local) + bytes - 1;
+  const cudaMemoryType first_type = memory_type_of(local), last_type = memory_type_of(last);
+  if (first_type == cudaMemoryTypeDevice && last_type == cudaMemoryTypeUnregistered)
+    throw error(errc::invalid_argument, call,
+                fmt::format("the local buffer [{}, +{} bytes) is shorter than the copy: it starts in device memory, "
+                            "but its last byte, at {}, is in no CUDA allocation",
+                            local, bytes, last));
+  if (use == local_buffer_use::stream_ordered &&
+      (first_type == cudaMemoryTypeUnregistered || last_type == cudaMemoryTypeUnregistered))
+    throw error(errc::invalid_argument, call,
+                "the local buffer is pageable host memory: copying it would block the call and cannot be "
+                "captured in a CUDA graph; use device memory or pinned host memory (cudaMallocHost / "
+                "cudaHostRegister)");
 }
 
 bool detail::copy_needed(const void* to, const void* from, std::size_t bytes, const char* call) {

@@ -24,14 +24,22 @@
 namespace shoal {
 
 namespace detail {
-// True for host memory the CUDA runtime does not know (plain malloc/stack). A copy from it makes the
-// enqueueing call wait for the data to be staged and cannot be captured in a graph, so the stream forms
-// refuse it rather than behave unlike the rest of the stream API.
-bool is_pageable(const void* p);
 // True for any host memory, pinned or pageable (what the proxy must copy with the CPU: proxy_calls.cu).
 bool is_host_memory(const void* p);
-// The local buffer of a put or get that moves `bytes`: throws naming `call` when it is null and bytes > 0.
-void check_local_buffer(const void* local, std::size_t bytes, const char* call);
+// What a put or get asks of its local buffer: any memory CUDA can copy (the blocking forms), or memory a
+// copy on a stream can use without the host (the stream forms: device or pinned host memory).
+enum class local_buffer_use { any_memory, stream_ordered };
+// The local buffer of a put or get that moves `bytes` > 0; throws naming `call` when
+// - it is null;
+// - it starts in device memory and its last byte lies in no CUDA allocation: shorter than the copy. Caught
+//   here, before a copy to another node hands it to the proxy thread. A last byte inside another allocation
+//   passes; within a node CUDA refuses that copy (local_copy.hpp);
+// - for stream_ordered use, either end is pageable host memory (a pinned registration may cover only the
+//   buffer's start). A copy from it would make the call wait for the data to be staged and cannot be
+//   captured in a graph, so the stream forms refuse it rather than behave unlike the rest of the stream API.
+// Asks CUDA about the buffer's two ends, nothing more.
+void check_local_buffer(const void* local, std::size_t bytes, const char* call,
+                        local_buffer_use use = local_buffer_use::any_memory);
 // Whether a copy from `from` to `to` has anything to do: false for one range onto itself (a put or get of an
 // object to this PE itself). A partial overlap throws naming `call`: cudaMemcpy's result there is undefined.
 bool copy_needed(const void* to, const void* from, std::size_t bytes, const char* call);

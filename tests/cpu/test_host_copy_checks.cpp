@@ -1,5 +1,6 @@
-// The host RMA's checks of a copy's buffers (host/world_impl.hpp): a null local buffer with bytes to move, and a
-// put or get to this PE whose source and destination ranges partly overlap, throw naming the call.
+// The host RMA's checks of a copy's buffers (host/world_impl.hpp): a null local buffer with bytes to move, a
+// pageable one in a stream form, and a put or get to this PE whose source and destination ranges partly
+// overlap, throw naming the call. (A device buffer shorter than the copy needs a GPU: Heap.* in the GPU tier.)
 #include <gtest/gtest.h>
 
 #include <array>
@@ -23,6 +24,22 @@ TEST(HostCopyChecks, NullLocalBufferWithBytesIsRefused) {
     EXPECT_EQ(e.category(), errc::invalid_argument);
     EXPECT_EQ(e.context(), "shoal::get");
     EXPECT_NE(std::string(e.what()).find("the local buffer is null (16 bytes"), std::string::npos) << e.what();
+  }
+}
+
+// Plain host memory is pageable to CUDA (and on a machine without a GPU every pointer reads so): fine for the
+// blocking forms, refused by the stream forms, whose copies must not wait for the host.
+TEST(HostCopyChecks, PageableLocalBufferIsRefusedOnAStreamOnly) {
+  std::array<std::byte, 64> local{};
+  EXPECT_NO_THROW(check_local_buffer(local.data(), local.size(), "shoal::put"));
+  EXPECT_NO_THROW(check_local_buffer(local.data(), 0, "shoal::put_on_stream", local_buffer_use::stream_ordered));
+  try {
+    check_local_buffer(local.data(), local.size(), "shoal::get_on_stream", local_buffer_use::stream_ordered);
+    ADD_FAILURE() << "a pageable buffer was accepted for a stream form";
+  } catch (const error& e) {
+    EXPECT_EQ(e.category(), errc::invalid_argument);
+    EXPECT_EQ(e.context(), "shoal::get_on_stream");
+    EXPECT_NE(std::string(e.what()).find("pageable host memory"), std::string::npos) << e.what();
   }
 }
 
