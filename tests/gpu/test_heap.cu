@@ -254,8 +254,8 @@ class memory_before_a_hole {
 // refused naming the call: where its last byte lies in no allocation, by shoal before anything moves (to
 // another node too, before the proxy thread would copy it); where it lies in the next allocation, by CUDA's
 // copy within a node. The refusal leaves nothing behind: the next calls work, a host atomic among them (a
-// kernel launch checked through CUDA's last error, where a refused copy used to come back as the atomic's
-// own error). A local buffer in the heap that spans chunks (the 2 MiB chunks of scripts/device-check.sh:
+// kernel launch checked through CUDA's last error, where a refused copy left uncleared would come back as
+// the atomic's own error). A local buffer in the heap that spans chunks (the 2 MiB chunks of scripts/device-check.sh:
 // separate mappings) is copied whole.
 TEST(Heap, LocalBufferShorterThanTheCopyIsRefusedAndLeavesNothingBehind) {
   SHOAL_REQUIRE_WORLD(1);
