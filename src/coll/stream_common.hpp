@@ -65,11 +65,21 @@ bool exchanges_with_copy_engines(const team& t, algorithm algo, std::uint64_t by
 bool runs_ll_kernel(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes,
                     coll_launch launch);
 
-// The kernel an on-stream call launches: `ll` where runs_ll_kernel says so, else `others`.
+// An on-stream collective's kernels, one per detail::algorithm_set it launches.
+template <typename Kernel>
+struct coll_kernels {
+  Kernel ll;            // ll_only
+  Kernel within_node;   // all_but_ll
+  Kernel across_nodes;  // across_nodes
+};
+
+// The kernel an on-stream call launches: across_nodes on a team that spans nodes, else ll where
+// runs_ll_kernel says so, else within_node.
 template <typename Kernel>
 Kernel kernel_for(const team_handle& t, collective coll, algorithm algo, std::uint64_t block_bytes, coll_launch launch,
-                  Kernel ll, Kernel others) {
-  return runs_ll_kernel(t, coll, algo, block_bytes, launch) ? ll : others;
+                  const coll_kernels<Kernel>& kernels) {
+  if (t.spans_nodes != 0) return kernels.across_nodes;
+  return runs_ll_kernel(t, coll, algo, block_bytes, launch) ? kernels.ll : kernels.within_node;
 }
 
 // A sync of the team's members on `stream` (one small kernel). Launched without overlap: it starts only

@@ -21,9 +21,10 @@ __global__ void meet_kernel(team_handle t, bool quiet_first) {
   detail::team_meet(block, t, quiet_first ? detail::earlier_writes::release_each : detail::earlier_writes::unordered);
 }
 
-// Each exchange has an LL kernel and one for the other algorithms (detail::algorithm_set);
-// detail::kernel_for gives the one the host's pick needs.
+// Each exchange has a kernel per detail::algorithm_set (LL, the others within a node, across nodes);
+// detail::kernel_for gives the one the host's pick and the team need.
 using detail::algorithm_set;
+using detail::coll_kernels;
 using detail::kernel_for;
 
 template <algorithm_set kSet>
@@ -47,6 +48,15 @@ __global__ void __launch_bounds__(detail::kCollThreads)
   detail::await_previous_kernel();
   detail::alltoall_bytes<kSet>(grid, t, dst, src, bytes);
 }
+
+// The kernels of each exchange, one per algorithm set.
+const coll_kernels broadcast_kernels{broadcast_kernel<algorithm_set::ll_only>,
+                                     broadcast_kernel<algorithm_set::all_but_ll>,
+                                     broadcast_kernel<algorithm_set::across_nodes>};
+const coll_kernels fcollect_kernels{fcollect_kernel<algorithm_set::ll_only>, fcollect_kernel<algorithm_set::all_but_ll>,
+                                    fcollect_kernel<algorithm_set::across_nodes>};
+const coll_kernels alltoall_kernels{alltoall_kernel<algorithm_set::ll_only>, alltoall_kernel<algorithm_set::all_but_ll>,
+                                    alltoall_kernel<algorithm_set::across_nodes>};
 
 void meet_on_stream(const team& t, cudaStream_t stream, channel_range channels, bool quiet_first, const char* call) {
   const team_handle h = detail::stream_view(t, channels, call);
@@ -139,8 +149,7 @@ void broadcast_bytes_on_stream(const team& t, void* dst, const void* src, std::s
   }
   const auto launch = detail::plan_launch(h, algo, bytes, bytes);
   detail::launch_coll(t,
-                      kernel_for(h, collective::broadcast, algo, bytes, launch,
-                                 broadcast_kernel<algorithm_set::ll_only>, broadcast_kernel<algorithm_set::all_but_ll>),
+                      kernel_for(h, collective::broadcast, algo, bytes, launch, broadcast_kernels),
                       launch, stream, call, h, dst, src, bytes, root);
 }
 
@@ -167,8 +176,7 @@ void fcollect_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   }
   const auto launch = detail::plan_launch(h, algo, bytes, dst_bytes);
   detail::launch_coll(t,
-                      kernel_for(h, collective::fcollect, algo, bytes, launch, fcollect_kernel<algorithm_set::ll_only>,
-                                 fcollect_kernel<algorithm_set::all_but_ll>),
+                      kernel_for(h, collective::fcollect, algo, bytes, launch, fcollect_kernels),
                       launch, stream, call, h, dst, src, bytes);
 }
 
@@ -190,8 +198,7 @@ void alltoall_bytes_on_stream(const team& t, void* dst, const void* src, std::si
   }
   const auto launch = detail::plan_launch(h, algo, bytes, all_bytes);
   detail::launch_coll(t,
-                      kernel_for(h, collective::alltoall, algo, bytes, launch, alltoall_kernel<algorithm_set::ll_only>,
-                                 alltoall_kernel<algorithm_set::all_but_ll>),
+                      kernel_for(h, collective::alltoall, algo, bytes, launch, alltoall_kernels),
                       launch, stream, call, h, dst, src, bytes);
 }
 

@@ -17,8 +17,8 @@ namespace shoal::detail {
 
 // Every on-stream collective kernel runs at most kCollThreads threads per CTA (the bound keeps the register
 // budget within what such a launch allows; LL launches take one thread per word of a CTA's share). Each
-// comes as an LL kernel and one for the other algorithms (algorithm_set): the host launches the one its
-// pick needs.
+// comes as three kernels, one per algorithm_set (LL, the others within a node, across nodes): the host
+// launches the one its pick and the team need (kernel_for).
 template <typename T, reduce_op Op, algorithm_set kSet>
 __global__ void __launch_bounds__(kCollThreads) reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
   prefetch_source(src, count * sizeof(T));
@@ -97,11 +97,14 @@ void launch_reduce(const team& t, const team_handle& h, algorithm algo, coll_lau
                    std::size_t count, cudaStream_t stream, const char* call) {
   if constexpr (op_defined_for_v<T, Op>) {
     using S = storage_t<T, Op>;
-    constexpr auto kLL = algorithm_set::ll_only, kOthers = algorithm_set::all_but_ll;
-    const auto ll = kScatter ? reducescatter_kernel<S, Op, kLL> : reduce_kernel<S, Op, kLL>;
-    const auto others = kScatter ? reducescatter_kernel<S, Op, kOthers> : reduce_kernel<S, Op, kOthers>;
+    const auto kernel = [&]<algorithm_set kSet> {
+      return kScatter ? reducescatter_kernel<S, Op, kSet> : reduce_kernel<S, Op, kSet>;
+    };
+    const coll_kernels kernels{kernel.template operator()<algorithm_set::ll_only>(),
+                               kernel.template operator()<algorithm_set::all_but_ll>(),
+                               kernel.template operator()<algorithm_set::across_nodes>()};
     const collective coll = kScatter ? collective::reducescatter : collective::reduce;
-    launch_coll(t, kernel_for(h, coll, algo, count * sizeof(T), launch, ll, others), launch, stream, call, h,
+    launch_coll(t, kernel_for(h, coll, algo, count * sizeof(T), launch, kernels), launch, stream, call, h,
                 reinterpret_cast<S*>(dst), reinterpret_cast<const S*>(src), count);
   }
 }

@@ -143,43 +143,54 @@ __device__ inline void exchange_direct(Unit unit, const team_handle& t, int ch, 
   wait_members(unit, t, ch, 2 * epoch + 1, [&](int i) { return receives_from(i); });
 }
 
-// With the algorithms of `kSet` (see algorithm_set): ll_only runs LL whatever the size, which the host picks
-// only for teams within a node; all_but_ll runs one_shot where the model says LL.
+// An exchange on a team that spans nodes: one_shot or direct, with the proxy's paths (team_handle::pick).
+template <typename UnitScope, typename SendBlock, typename SendsTo, typename ReceivesFrom>
+__device__ inline void exchange_across_nodes(const team_handle& t, int ch, algorithm chosen, const exchange_plan& p,
+                                             range r, SendBlock send_block, SendsTo sends_to,
+                                             ReceivesFrom receives_from) {
+  const unit_steps<UnitScope, true> unit;
+  if (chosen == algorithm::direct)
+    exchange_direct(unit, t, ch, p, r, send_block, sends_to, receives_from);
+  else
+    exchange_staged(unit, t, ch, p, r, send_block, sends_to, receives_from);
+  finish_proxied(unit, t, r.size());  // each put sends at most this unit's part of a block
+}
+
+// With the algorithms of `kSet` (see algorithm_set).
 template <algorithm_set kSet, typename Scope, typename SendBlock, typename SendsTo, typename ReceivesFrom>
 __device__ inline void exchange(Scope scope, const team_handle& t, collective coll, const exchange_plan& p,
                                 SendBlock send_block, SendsTo sends_to, ReceivesFrom receives_from) {
+  check_set_fits_team<kSet>(t);
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
   const range r = split_range(p.bytes, 16, u.part, u.parts);
+  using within_node = unit_steps<unit_scope_t<Scope>, false>;
   if constexpr (kSet == algorithm_set::ll_only) {
-    exchange_ll(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+    exchange_ll(within_node{}, t, u.channel, p, r, send_block, sends_to, receives_from);
   } else {
     // The model is asked with OpenSHMEM's byte count of the whole call, the same on every member.
     const algorithm chosen = t.pick_for_unit(coll, p.bytes, r.size(), algorithm::direct);
-    with_unit_steps(scope, t, [&](auto unit) {
-      if constexpr (decltype(unit)::proxied) {  // across nodes the pick is one_shot or direct
-        if (chosen == algorithm::direct)
-          exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-        else
-          exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-      } else {
-        switch (chosen) {
-          case algorithm::ll:
-            if constexpr (kSet == algorithm_set::all)
-              exchange_ll(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-            else
-              exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);  // not reached
-            break;
-          case algorithm::one_shot:
-            exchange_staged(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-            break;
-          default:
-            exchange_direct(unit, t, u.channel, p, r, send_block, sends_to, receives_from);
-            break;
-        }
+    if constexpr (kSet == algorithm_set::across_nodes) {
+      exchange_across_nodes<unit_scope_t<Scope>>(t, u.channel, chosen, p, r, send_block, sends_to, receives_from);
+    } else {
+      if constexpr (kSet == algorithm_set::all)
+        if (t.spans_nodes != 0)
+          return exchange_across_nodes<unit_scope_t<Scope>>(t, u.channel, chosen, p, r, send_block, sends_to,
+                                                            receives_from);
+      // all_but_ll: the host launches no LL on this kernel, so a pick of ll (the device's fit) runs one_shot.
+      switch (kSet == algorithm_set::all || chosen != algorithm::ll ? chosen : algorithm::one_shot) {
+        case algorithm::ll:
+          if constexpr (kSet == algorithm_set::all)
+            exchange_ll(within_node{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
+        case algorithm::one_shot:
+          exchange_staged(within_node{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
+        default:
+          exchange_direct(within_node{}, t, u.channel, p, r, send_block, sends_to, receives_from);
+          break;
       }
-      finish_proxied(unit, t, r.size());  // each put sends at most this unit's part of a block
-    });
+    }
   }
 }
 

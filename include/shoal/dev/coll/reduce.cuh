@@ -79,32 +79,56 @@ __device__ inline void reduce_ll(Unit unit, const team_handle& t, int ch, const 
   }
 }
 
-// One-shot: stage each member's block into its scratch, one signalled step, reduce locally.
-template <reduce_op Op, source_loads kLoads, typename T, typename Unit>
+// The exchange half of a one-shot step on channel `ch`: this member's block for member j (`bytes` from
+// `src + j * stride`) goes into its staged region on j, and the members meet. Returns the step's parity
+// (where the peers' blocks now lie). `rewrites_source`: the reduction after this writes over what the puts
+// read, so through the proxy they must have read it first (a put of a few bytes reads it when posted).
+template <typename Unit>
+__device__ inline int stage_and_meet(Unit unit, const team_handle& t, int ch, const std::byte* src, std::size_t stride,
+                                     std::size_t bytes, bool rewrites_source) {
+  const int n = t.size(), me = t.index;
+  const step s = next_step(unit, t, ch, true);
+  const int parity = int(s.epoch & 1);
+  await_scratch_free(unit, t, ch, s, all_members);
+  std::byte* mine = staged_of(t, ch, parity, me);
+  for (int j = 0; j < n; ++j)
+    if (j != me) send_to_member(unit, t, j, mine, src + j * stride, bytes, Unit::rank(), Unit::size());
+  meet_members(unit, t, ch, 2 * s.epoch, true);
+  // Through the proxy a peer's data can arrive before the proxy has read ours. Otherwise the steps of every
+  // channel stay in flight together, and finish_proxied waits once at the end of the call.
+  if (Unit::proxied && rewrites_source && !proxy_put_reads_source_when_posted(bytes)) {
+    if (Unit::leader()) proxy_quiet(t.world);
+    Unit::sync();
+  }
+  return parity;
+}
+
+// stage_and_meet for a team across nodes in the on-stream kernels of that set (algorithm_set::across_nodes),
+// compiled once per unit type rather than inlined into every element type and operator's kernel: the
+// proxy's paths are most of a reduction's code, and a step through the network does not feel a call. Not
+// in the device API: a call there took a user's kernel from 128 registers to 168 (perf notes 85).
+template <typename Unit>
+__device__ __noinline__ int stage_and_meet_out_of_line(Unit unit, const team_handle& t, int ch, const std::byte* src,
+                                                       std::size_t stride, std::size_t bytes, bool rewrites_source) {
+  return stage_and_meet(unit, t, ch, src, stride, bytes, rewrites_source);
+}
+
+// One-shot: stage each member's block into its peers' scratch, one signalled step, reduce locally.
+// kStageOutOfLine: through stage_and_meet_out_of_line.
+template <reduce_op Op, source_loads kLoads, bool kStageOutOfLine = false, typename T, typename Unit>
 __device__ inline void reduce_staged(Unit unit, const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
   const std::size_t capacity = t.staged_bytes / sizeof(T);
   const int n = t.size(), me = t.index;
   const bool in_place = writes_over_source(p, n);
   for (std::size_t off = r.begin; off < r.end; off += capacity) {
     const std::size_t len = r.end - off < capacity ? r.end - off : capacity;
-    const step s = next_step(unit, t, ch, true);
-    const std::uint64_t epoch = s.epoch;
-    const int parity = int(epoch & 1);
-    await_scratch_free(unit, t, ch, s, all_members);
-    std::byte* mine = staged_of(t, ch, parity, me);
-    for (int j = 0; j < n; ++j)
-      if (j != me)
-        send_to_member(unit, t, j, mine, reinterpret_cast<const std::byte*>(p.src + j * p.block_stride + off),
-                       len * sizeof(T), Unit::rank(), Unit::size());
-    meet_members(unit, t, ch, 2 * epoch, true);
-    // Through the proxy a peer's data can arrive before the proxy has read ours: when the reduction below
-    // writes over what our puts read (in place), wait until they have (puts of a few bytes read their
-    // source when posted). Otherwise the steps of every channel stay in flight together, and
-    // finish_proxied waits once at the end of the call.
-    if (Unit::proxied && in_place && !proxy_put_reads_source_when_posted(len * sizeof(T))) {
-      if (Unit::leader()) proxy_quiet(t.world);
-      Unit::sync();
-    }
+    const auto* src = reinterpret_cast<const std::byte*>(p.src + off);
+    const std::size_t stride = p.block_stride * sizeof(T);
+    int parity;
+    if constexpr (kStageOutOfLine)
+      parity = stage_and_meet_out_of_line(unit, t, ch, src, stride, len * sizeof(T), in_place);
+    else
+      parity = stage_and_meet(unit, t, ch, src, stride, len * sizeof(T), in_place);
     reduce_sources<Op, T, kLoads>(
         len, n,
         [&](int s) {
@@ -162,85 +186,65 @@ __device__ inline void check_reduce_args(const team_handle& t, const T* dst, con
                      "dst overlaps src (dst - src, elements)", dst - src);
 }
 
-// shoal::reduce with the algorithms of `kSet` (see algorithm_set): with ll_only it runs LL whatever the
-// size, which the host picks only for teams within a node; all_but_ll runs one_shot where the model says LL.
-template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
-__device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
-  check_reduce_args(t, dst, src, count, 1);
+// A reduction on a team that spans nodes: one_shot, with the proxy's paths (the only pick there).
+template <reduce_op Op, source_loads kLoads, bool kStageOutOfLine, typename UnitScope, typename T>
+__device__ inline void reduce_across_nodes(const team_handle& t, int ch, const reduce_plan<T>& p, range r) {
+  const unit_steps<UnitScope, true> unit;
+  reduce_staged<Op, kLoads, kStageOutOfLine>(unit, t, ch, p, r);
+  finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
+}
+
+// shoal::reduce (`scatter` false: every block is src itself) and shoal::reducescatter (true: member j's
+// block starts at src + j * count) with the algorithms of `kSet` (see algorithm_set).
+template <algorithm_set kSet, bool kScatter, typename Scope, reduce_op Op, typename T>
+__device__ inline void reduce_with(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  check_reduce_args(t, dst, src, count, kScatter ? t.size() : 1);
+  check_set_fits_team<kSet>(t);
   const coll_unit u = make_unit(scope, t);
   if (!u.active) return;
-  const reduce_plan<T> plan{dst, src, count, 0};
+  const reduce_plan<T> plan{dst, src, count, kScatter ? count : 0};
   const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
   constexpr source_loads kLoads = kLoadsOf<kSet>;
+  using within_node = unit_steps<unit_scope_t<Scope>, false>;
   if constexpr (kSet == algorithm_set::ll_only) {
-    reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
+    reduce_ll<Op>(within_node{}, t, u.channel, plan, r);
+  } else if constexpr (kSet == algorithm_set::across_nodes) {
+    reduce_across_nodes<Op, kLoads, true, unit_scope_t<Scope>>(t, u.channel, plan, r);
   } else {
-    const algorithm chosen =
-        t.pick_for_unit(collective::reduce, count * sizeof(T), r.size() * sizeof(T), algorithm::two_shot);
-    with_unit_steps(scope, t, [&](auto unit) {
-      if constexpr (decltype(unit)::proxied) {
-        reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
-      } else {
-        switch (chosen) {
-          case algorithm::ll:
-            if constexpr (kSet == algorithm_set::all)
-              reduce_ll<Op>(unit, t, u.channel, plan, r);
-            else
-              reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
-            break;
-          case algorithm::one_shot:
-            reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);
-            break;
-          default: {
-            // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
-            const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
-            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan,
-                                                       {r.begin + mine.begin, r.begin + mine.end}, 0, true);
-            break;
-          }
+    const collective coll = kScatter ? collective::reducescatter : collective::reduce;
+    const algorithm chosen = t.pick_for_unit(coll, count * sizeof(T), r.size() * sizeof(T),
+                                             kScatter ? algorithm::direct : algorithm::two_shot);
+    if constexpr (kSet == algorithm_set::all)
+      if (t.spans_nodes != 0) return reduce_across_nodes<Op, kLoads, false, unit_scope_t<Scope>>(t, u.channel, plan, r);
+    // all_but_ll: the host launches no LL on this kernel, so a pick of ll (the device's own fit) runs one_shot.
+    switch (kSet == algorithm_set::all || chosen != algorithm::ll ? chosen : algorithm::one_shot) {
+      case algorithm::ll:
+        if constexpr (kSet == algorithm_set::all) reduce_ll<Op>(within_node{}, t, u.channel, plan, r);
+        break;
+      case algorithm::one_shot:
+        reduce_staged<Op, kLoads>(within_node{}, t, u.channel, plan, r);
+        break;
+      default:
+        if constexpr (kScatter) {
+          reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(within_node{}, t, u.channel, plan, r, t.index, false);
+        } else {
+          // Two-shot: member i reduces the i-th of n slices of the unit's range and writes it everywhere.
+          const range mine = split_range(r.size(), 16 / sizeof(T), t.index, t.size());
+          reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(within_node{}, t, u.channel, plan,
+                                                     {r.begin + mine.begin, r.begin + mine.end}, 0, true);
         }
-      }
-      finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
-    });
+        break;
+    }
   }
 }
 
-// shoal::reducescatter with the algorithms of `kSet`, as reduce above.
+template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
+__device__ inline void reduce(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
+  reduce_with<kSet, false, Scope, Op>(scope, t, dst, src, count);
+}
 template <algorithm_set kSet, typename Scope, reduce_op Op, typename T>
 __device__ inline void reducescatter(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
-  check_reduce_args(t, dst, src, count, t.size());
-  const coll_unit u = make_unit(scope, t);
-  if (!u.active) return;
-  const reduce_plan<T> plan{dst, src, count, count};
-  const range r = split_range(count, 16 / sizeof(T), u.part, u.parts);
-  constexpr source_loads kLoads = kLoadsOf<kSet>;
-  if constexpr (kSet == algorithm_set::ll_only) {
-    reduce_ll<Op>(unit_steps<unit_scope_t<Scope>, false>{}, t, u.channel, plan, r);
-  } else {
-    const algorithm chosen =
-        t.pick_for_unit(collective::reducescatter, count * sizeof(T), r.size() * sizeof(T), algorithm::direct);
-    with_unit_steps(scope, t, [&](auto unit) {
-      if constexpr (decltype(unit)::proxied) {
-        reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // across nodes the pick is one_shot
-      } else {
-        switch (chosen) {
-          case algorithm::ll:
-            if constexpr (kSet == algorithm_set::all)
-              reduce_ll<Op>(unit, t, u.channel, plan, r);
-            else
-              reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);  // not reached: the host launched no LL here
-            break;
-          case algorithm::one_shot:
-            reduce_staged<Op, kLoads>(unit, t, u.channel, plan, r);
-            break;
-          default:
-            reduce_pull<Op, kPullLoadsOf<kSet, Scope>>(unit, t, u.channel, plan, r, t.index, false);
-            break;
-        }
-      }
-      finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
-    });
-  }
+  reduce_with<kSet, true, Scope, Op>(scope, t, dst, src, count);
 }
 
 }  // namespace detail

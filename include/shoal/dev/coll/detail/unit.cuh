@@ -237,10 +237,25 @@ __device__ inline void await_scratch_free(Unit unit, const team_handle& t, int c
 }
 
 // The algorithms a call compiles. The device API compiles them all and picks one per call. An on-stream
-// kernel runs what the host picked before the launch, so each has a kernel of LL alone and one of the
-// others: inlined beside the larger algorithms, an LL call took 0.3–0.45 µs longer inside a kernel, in
-// step with the kernel's code size rather than its registers (perf notes 42–43).
-enum class algorithm_set { all, ll_only, all_but_ll };
+// kernel runs what the host picked before the launch, so each collective has three kernels:
+//   ll_only       LL alone: inlined beside the larger algorithms, an LL call took 0.3–0.45 µs longer
+//                 inside a kernel, in step with the kernel's code size rather than its registers (perf
+//                 notes 42–43);
+//   all_but_ll    the other algorithms, for a team within one node;
+//   across_nodes  what a team that spans nodes runs (team_handle::pick), with the proxy's paths. Kept out
+//                 of the other kernels, those paths no longer double their code nor, compiled into every
+//                 element type and operator's kernel, the build's time (perf notes 85).
+enum class algorithm_set { all, ll_only, all_but_ll, across_nodes };
+
+// An on-stream kernel serves the teams its set is for: the host launches across_nodes exactly when the
+// team spans nodes. Debug builds check it.
+template <algorithm_set kSet>
+__device__ inline void check_set_fits_team([[maybe_unused]] const team_handle& t) {
+  if constexpr (kSet == algorithm_set::across_nodes)
+    SHOAL_DEVICE_CHECK(t.world, t.spans_nodes != 0, "spans_nodes (a kernel for teams across nodes)", t.spans_nodes);
+  else if constexpr (kSet == algorithm_set::all_but_ll)
+    SHOAL_DEVICE_CHECK(t.world, t.spans_nodes == 0, "spans_nodes (a kernel for teams within a node)", t.spans_nodes);
+}
 
 // Calls with shoal::ll_only store into the members' scratch directly, so every member must be on this node.
 // Checked in every build (one branch on the handle); the report is out of line to keep the kernel small.
