@@ -194,7 +194,7 @@ __device__ inline void reduce_across_nodes(const team_handle& t, int ch, const r
   finish_proxied(unit, t, r.size() * sizeof(T));  // each put sends at most the unit's range
 }
 
-// shoal::reduce (`scatter` false: every block is src itself) and shoal::reducescatter (true: member j's
+// shoal::reduce (kScatter false: every block is src itself) and shoal::reducescatter (true: member j's
 // block starts at src + j * count) with the algorithms of `kSet` (see algorithm_set).
 template <algorithm_set kSet, bool kScatter, typename Scope, reduce_op Op, typename T>
 __device__ inline void reduce_with(Scope scope, const team_handle& t, T* dst, const T* src, std::size_t count) {
