@@ -177,8 +177,7 @@ __device__ inline void exchange(Scope scope, const team_handle& t, collective co
         if (t.spans_nodes != 0)
           return exchange_across_nodes<unit_scope_t<Scope>>(t, u.channel, chosen, p, r, send_block, sends_to,
                                                             receives_from);
-      // all_but_ll: the host launches no LL on this kernel, so a pick of ll (the device's fit) runs one_shot.
-      switch (kSet == algorithm_set::all || chosen != algorithm::ll ? chosen : algorithm::one_shot) {
+      switch (runnable_within_node<kSet>(chosen)) {
         case algorithm::ll:
           if constexpr (kSet == algorithm_set::all)
             exchange_ll(within_node{}, t, u.channel, p, r, send_block, sends_to, receives_from);

@@ -216,8 +216,7 @@ __device__ inline void reduce_with(Scope scope, const team_handle& t, T* dst, co
                                              kScatter ? algorithm::direct : algorithm::two_shot);
     if constexpr (kSet == algorithm_set::all)
       if (t.spans_nodes != 0) return reduce_across_nodes<Op, kLoads, false, unit_scope_t<Scope>>(t, u.channel, plan, r);
-    // all_but_ll: the host launches no LL on this kernel, so a pick of ll (the device's own fit) runs one_shot.
-    switch (kSet == algorithm_set::all || chosen != algorithm::ll ? chosen : algorithm::one_shot) {
+    switch (runnable_within_node<kSet>(chosen)) {
       case algorithm::ll:
         if constexpr (kSet == algorithm_set::all) reduce_ll<Op>(within_node{}, t, u.channel, plan, r);
         break;

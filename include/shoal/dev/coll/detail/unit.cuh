@@ -257,6 +257,14 @@ __device__ inline void check_set_fits_team([[maybe_unused]] const team_handle& t
     SHOAL_DEVICE_CHECK(t.world, t.spans_nodes == 0, "spans_nodes (a kernel for teams within a node)", t.spans_nodes);
 }
 
+// What a kernel of kSet runs within a node where the device picked `chosen`: the host launches no LL on an
+// all_but_ll kernel (its pick was one of the others), so a pick of ll there, the device's own fit for a
+// unit's smaller share, runs one_shot.
+template <algorithm_set kSet>
+__device__ inline algorithm runnable_within_node(algorithm chosen) {
+  return kSet == algorithm_set::all || chosen != algorithm::ll ? chosen : algorithm::one_shot;
+}
+
 // Calls with shoal::ll_only store into the members' scratch directly, so every member must be on this node.
 // Checked in every build (one branch on the handle); the report is out of line to keep the kernel small.
 [[noreturn]] __device__ __noinline__ inline void report_ll_only_across_nodes(const device_handle& h, const char* call) {
