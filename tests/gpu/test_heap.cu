@@ -223,27 +223,39 @@ class memory_before_a_hole {
     prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
     SHOAL_CU_CHECK(d.mem_get_allocation_granularity(&granule_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     SHOAL_CU_CHECK(d.mem_address_reserve(&base_, 2 * granule_, 0, 0, 0));
-    SHOAL_CU_CHECK(d.mem_create(&memory_, granule_, &prop, 0));
-    SHOAL_CU_CHECK(d.mem_map(base_, granule_, 0, memory_, 0));
-    const CUmemAccessDesc access{prop.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    SHOAL_CU_CHECK(d.mem_set_access(base_, granule_, &access, 1));
+    reserved_ = true;
+    try {
+      SHOAL_CU_CHECK(d.mem_create(&memory_, granule_, &prop, 0));
+      created_ = true;
+      SHOAL_CU_CHECK(d.mem_map(base_, granule_, 0, memory_, 0));
+      mapped_ = true;
+      const CUmemAccessDesc access{prop.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+      SHOAL_CU_CHECK(d.mem_set_access(base_, granule_, &access, 1));
+    } catch (...) {
+      release();  // what the constructor got so far: no destructor runs for it
+      throw;
+    }
   }
-  // Cannot throw: a failed release is reported and the test goes on.
-  ~memory_before_a_hole() {
-    const auto& d = detail::driver();
-    if (d.mem_unmap(base_, granule_) != CUDA_SUCCESS || d.mem_release(memory_) != CUDA_SUCCESS ||
-        d.mem_address_free(base_, 2 * granule_) != CUDA_SUCCESS)
-      std::fprintf(stderr, "memory_before_a_hole: releasing the test's VMM memory failed\n");
-  }
+  ~memory_before_a_hole() { release(); }
   memory_before_a_hole(const memory_before_a_hole&) = delete;
   memory_before_a_hole& operator=(const memory_before_a_hole&) = delete;
 
   std::uint8_t* end() const { return reinterpret_cast<std::uint8_t*>(base_ + granule_); }
 
  private:
+  // Cannot throw: a failed release is reported and the test goes on.
+  void release() noexcept {
+    const auto& d = detail::driver();
+    const bool ok = (!mapped_ || d.mem_unmap(base_, granule_) == CUDA_SUCCESS) &&
+                    (!created_ || d.mem_release(memory_) == CUDA_SUCCESS) &&
+                    (!reserved_ || d.mem_address_free(base_, 2 * granule_) == CUDA_SUCCESS);
+    if (!ok) std::fprintf(stderr, "memory_before_a_hole: releasing the test's VMM memory failed\n");
+  }
+
   std::size_t granule_ = 0;
   CUdeviceptr base_ = 0;
   CUmemGenericAllocationHandle memory_ = 0;
+  bool reserved_ = false, created_ = false, mapped_ = false;
 };
 
 // A local buffer shorter than the copy, in the host forms of put and get (blocking and on a stream), is

@@ -382,11 +382,16 @@ int main(int argc, char** argv) {
       ->needs(app.get_option("--env"));
   app.add_flag("--json", json, "Print everything as one JSON object")->excludes(app.get_option("--markdown"));
   int coll_pes = 0;
-  app.add_option("--coll", coll_pes, "Print the cost model's collective algorithm per size for a team of this many PEs")
-      ->check(CLI::Range(1, 1 << 20));
+  // --coll and --scale-model each print one table and nothing else: asked beside another report, they refuse
+  // rather than leave that report out unsaid.
+  CLI::Option* coll =
+      app.add_option("--coll", coll_pes, "Print the cost model's collective algorithm per size for a team of this many PEs")
+          ->check(CLI::Range(1, 1 << 20))
+          ->excludes("--env", "--json");
   bool scale_model = false;
   app.add_flag("--scale-model", scale_model,
-               "Print the cost model's predicted all-reduce and alltoall across nodes (docs/scale-model.md)");
+               "Print the cost model's predicted all-reduce and alltoall across nodes (docs/scale-model.md)")
+      ->excludes(coll, "--env", "--json");
   CLI11_PARSE(app, argc, argv);
 
   if (scale_model) {
