@@ -11,9 +11,10 @@
 namespace shoal::gpu_test {
 namespace {
 
-template <reduce_op Op, typename T>
-__global__ void typed_reduce_kernel(team_handle t, bool scatter, T* dst, const T* src, std::size_t count) {
-  if (scatter)
+// One kernel per collective: a kernel holding both compiles slower than the two apart.
+template <reduce_op Op, typename T, bool kScatter>
+__global__ void typed_reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  if constexpr (kScatter)
     reducescatter(grid, t, op_tag<Op>{}, dst, src, count);
   else
     reduce(grid, t, op_tag<Op>{}, dst, src, count);
@@ -25,8 +26,10 @@ void check_typed(std::uint64_t seed) {
   run_matrix<T>(world_team(*the_world()), m, seed,
                 [](const team_handle& h, coll_kind kind, T* dst, const T* src, std::size_t count, int) {
                   const launch_shape s = shape_of(scope_kind::grid);
-                  typed_reduce_kernel<Op, T>
-                      <<<s.blocks, s.threads>>>(h, kind == coll_kind::reducescatter, dst, src, count);
+                  if (kind == coll_kind::reducescatter)
+                    typed_reduce_kernel<Op, T, true><<<s.blocks, s.threads>>>(h, dst, src, count);
+                  else
+                    typed_reduce_kernel<Op, T, false><<<s.blocks, s.threads>>>(h, dst, src, count);
                   wait_for_kernel(to_string(kind));
                 });
 }
@@ -90,8 +93,8 @@ void check_nan_and_signed_zeros() {
     SCOPED_TRACE(std::string(Op == reduce_op::max ? "max" : "min") + " by " + std::string(to_string(algo)));
     barrier_all(w);
     const launch_shape s = shape_of(scope_kind::grid);
-    typed_reduce_kernel<Op, float>
-        <<<s.blocks, s.threads>>>(t.device_handle().with_algorithm(collective::reduce, algo), false, dst, src, kCount);
+    typed_reduce_kernel<Op, float, false>
+        <<<s.blocks, s.threads>>>(t.device_handle().with_algorithm(collective::reduce, algo), dst, src, kCount);
     wait_for_kernel("min/max with NaN and signed zeros");
     std::vector<float> got(kCount);
     CUDA_OK(cudaMemcpy(got.data(), dst, kCount * sizeof(float), cudaMemcpyDeviceToHost));

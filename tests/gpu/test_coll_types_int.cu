@@ -8,9 +8,10 @@
 namespace shoal::gpu_test {
 namespace {
 
-template <reduce_op Op, typename T>
-__global__ void typed_reduce_kernel(team_handle t, bool scatter, T* dst, const T* src, std::size_t count) {
-  if (scatter)
+// One kernel per collective: a kernel holding both compiles slower than the two apart.
+template <reduce_op Op, typename T, bool kScatter>
+__global__ void typed_reduce_kernel(team_handle t, T* dst, const T* src, std::size_t count) {
+  if constexpr (kScatter)
     reducescatter(block, t, op_tag<Op>{}, dst, src, count);
   else
     reduce(block, t, op_tag<Op>{}, dst, src, count);
@@ -21,7 +22,10 @@ void check_typed(std::uint64_t seed) {
   const matrix_options m{.kinds = {coll_kind::reduce, coll_kind::reducescatter}, .counts = {1, 37, 10000}, .op = Op};
   run_matrix<T>(world_team(*the_world()), m, seed,
                 [](const team_handle& h, coll_kind kind, T* dst, const T* src, std::size_t count, int) {
-                  typed_reduce_kernel<Op, T><<<1, 256>>>(h, kind == coll_kind::reducescatter, dst, src, count);
+                  if (kind == coll_kind::reducescatter)
+                    typed_reduce_kernel<Op, T, true><<<1, 256>>>(h, dst, src, count);
+                  else
+                    typed_reduce_kernel<Op, T, false><<<1, 256>>>(h, dst, src, count);
                   wait_for_kernel(to_string(kind));
                 });
 }
