@@ -119,7 +119,8 @@ done
 # Tests that make a CUDA call fail on purpose (a file limit that refuses a heap export; a local buffer
 # shorter than the copy, which the copy itself refuses): memcheck counts each such call as an error, so
 # under memcheck these run in a pass of their own that leaves CUDA API errors unreported (their memory
-# accesses are still checked), and the rest run with API errors reported.
+# accesses are still checked), and the rest run with API errors reported. With GTEST_FILTER set, that pass
+# is left out. A renamed test must be renamed here too: the pass would otherwise run nothing, and pass.
 fails_cuda_calls_on_purpose='Heap.GrowthThatFailsOnOnePeGrowsNoHeapAndTheNextWorks'
 fails_cuda_calls_on_purpose+=':Heap.LocalBufferShorterThanTheCopyIsRefusedAndLeavesNothingBehind'
 sanitize_step() {  # sanitize_step TOOL LOG_TAG [compute-sanitizer options] -- [gtest filter]
