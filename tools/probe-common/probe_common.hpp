@@ -28,7 +28,8 @@ inline const char* error_text(CUresult status) {
 
 // Runs the probe; a shoal::error (bad configuration, a failed bootstrap, a PE that died) is printed and
 // makes the exit status 2.
-inline int main_reporting_errors(int (*run)()) {
+template <typename Run>  // any callable returning the exit status
+int main_reporting_errors(Run&& run) {
   try {
     return run();
   } catch (const shoal::error& e) {

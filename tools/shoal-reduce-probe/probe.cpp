@@ -100,23 +100,21 @@ int run(int calls) {
   return 0;
 }
 
-int calls_option = 50;
-int run_with_options() { return run(calls_option); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  int calls = 50;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--calls") == 0 && i + 1 < argc) {
-      calls_option = std::atoi(argv[++i]);
+      calls = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: shoal-reduce-probe [--calls N]\n");
       return 2;
     }
   }
-  if (calls_option < 1) {
+  if (calls < 1) {
     std::fprintf(stderr, "--calls takes a positive count\n");
     return 2;
   }
-  return shoal::probe::main_reporting_errors(run_with_options);
+  return shoal::probe::main_reporting_errors([&] { return run(calls); });
 }
